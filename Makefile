@@ -1,0 +1,38 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+# Java 17+ must be on PATH for the Spark parts (it is not installed by make).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench lint install clean check-java
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[spark,test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "Java 17+ is required for the Spark parts: apt-get install -y openjdk-17-jre-headless"; exit 1; }
+
+demo: install check-java
+	$(BIN)/kafkalog demo
+
+test: install check-java
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/python -m pytest -q
+
+bench: install check-java
+	$(BIN)/python benchmarks/run.py
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks examples
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache demo-data

@@ -1,0 +1,1 @@
+"""kafkalog: Apache Kafka log storage in Python."""

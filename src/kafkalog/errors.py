@@ -1,0 +1,102 @@
+"""One exception hierarchy for all of kafkalog.
+
+Names follow Apache Kafka's exception classes (``CorruptRecordException`` ->
+``CorruptRecordError`` ...), so a reader of Kafka's source recognises each failure.
+Every message should say *what* was wrong and *where* (file, position, offset).
+"""
+
+from __future__ import annotations
+
+
+class KafkaLogError(Exception):
+    """Base class of every error kafkalog raises on purpose."""
+
+
+# --- records: bytes that are not what they claim to be -------------------------------------------
+
+
+class CorruptRecordError(KafkaLogError):
+    """Bytes fail an integrity check: bad CRC, impossible size, truncated where data must exist."""
+
+
+class InvalidRecordError(KafkaLogError):
+    """Bytes are intact but break a format or semantic rule (counts, offsets, keys, magic)."""
+
+
+class RecordValidationError(InvalidRecordError):
+    """LogValidator rejected individual records; ``record_errors`` lists (batch_index, message)."""
+
+    def __init__(self, message: str, record_errors: list[tuple[int, str]] | None = None) -> None:
+        super().__init__(message)
+        self.record_errors: list[tuple[int, str]] = list(record_errors or [])
+
+
+class InvalidTimestampError(RecordValidationError):
+    """A timestamp is out of the allowed range, or of the wrong type for the topic."""
+
+
+class RecordTooLargeError(KafkaLogError):
+    """A batch is larger than ``max.message.bytes``."""
+
+
+class RecordBatchTooLargeError(KafkaLogError):
+    """An append is larger than ``segment.bytes`` and can never fit in a segment."""
+
+
+class UnsupportedCompressionTypeError(KafkaLogError):
+    """A codec id that is unknown, or not allowed with this magic (zstd needs magic 2)."""
+
+
+class UnsupportedForMessageFormatError(KafkaLogError):
+    """A feature (transactions, idempotence, headers) that the target message format lacks."""
+
+
+class OffsetsOutOfOrderError(KafkaLogError):
+    """Offsets in an append with pre-assigned offsets do not increase."""
+
+
+class UnexpectedAppendOffsetError(KafkaLogError):
+    """A follower append starts below the log end offset."""
+
+
+# --- storage -------------------------------------------------------------------------------------
+
+
+class OffsetOutOfRangeError(KafkaLogError):
+    """A read or truncation names an offset outside [log start offset, log end offset]."""
+
+
+class InvalidOffsetError(KafkaLogError):
+    """An index append that does not increase the offset."""
+
+
+class IndexOffsetOverflowError(KafkaLogError):
+    """offset - baseOffset does not fit the 32-bit relative offset of an index entry."""
+
+
+class LogSegmentOffsetOverflowError(KafkaLogError):
+    """A segment would hold an offset that does not fit its 32-bit relative range."""
+
+
+class CorruptIndexError(KafkaLogError):
+    """An index file fails its sanity check."""
+
+
+class KafkaStorageError(KafkaLogError):
+    """An I/O failure, or a data directory in a state kafkalog cannot work with."""
+
+
+class LogDirLockedError(KafkaStorageError):
+    """Another process holds the data directory's ``.lock``."""
+
+
+class InvalidConfigError(KafkaLogError):
+    """A configuration name or value that Kafka would not accept."""
+
+
+class UnknownTopicOrPartitionError(KafkaLogError):
+    """The named topic or partition does not exist in the data directory."""
+
+
+class TopicExistsError(KafkaLogError):
+    """A topic that is being created exists already."""
