@@ -100,3 +100,26 @@ class UnknownTopicOrPartitionError(KafkaLogError):
 
 class TopicExistsError(KafkaLogError):
     """A topic that is being created exists already."""
+
+
+class IllegalIndexOperationError(KafkaLogError):
+    """An index call Kafka rejects with IllegalArgument/IllegalStateException: an append to a full
+    index, ``entry(n)`` past the end, a time-index timestamp going backwards, a bad index size."""
+
+
+class InvalidTopicError(InvalidConfigError):
+    """A topic name Kafka would reject (empty, '.', '..', too long, characters outside [a-zA-Z0-9._-])."""
+
+
+class CorruptSnapshotError(KafkaStorageError):
+    """A producer-state snapshot file fails its version, structure or CRC-32C check."""
+
+
+class IllegalArgumentError(KafkaLogError, ValueError):
+    """A call with an argument Kafka rejects with IllegalArgumentException (a negative size, a slice
+    starting past the end, an append that would overflow a segment): a caller's mistake, not bad data."""
+
+
+class NoSuchFileError(KafkaStorageError, FileNotFoundError):
+    """A file that must exist does not (Kafka's NoSuchFileException): e.g. a segment's ``.index``
+    at load, which makes the loader recover that segment."""
