@@ -133,3 +133,93 @@ class SimpleRecord:
     key: bytes | None = None
     timestamp: int = NO_TIMESTAMP
     headers: tuple[Header, ...] = ()
+
+
+# --- v2 record batch header layout (DefaultRecordBatch), offsets from the start of the entry ------
+BASE_OFFSET_OFFSET = 0
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21  # CRC-32C covers attributes .. end of batch
+LAST_OFFSET_DELTA_OFFSET = 23
+BASE_TIMESTAMP_OFFSET = 27
+MAX_TIMESTAMP_OFFSET = 35
+PRODUCER_ID_OFFSET = 43
+PRODUCER_EPOCH_OFFSET = 51
+BASE_SEQUENCE_OFFSET = 53
+RECORDS_COUNT_OFFSET = 57
+RECORDS_OFFSET = RECORD_BATCH_OVERHEAD
+
+COMPRESSION_CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG_MASK = 0x10
+CONTROL_FLAG_MASK = 0x20
+DELETE_HORIZON_FLAG_MASK = 0x40
+
+# A v2 record's fixed cost without key/value/headers: length 5 + attributes 1 + ts delta 10 + offset delta 5.
+MAX_RECORD_OVERHEAD = 21
+
+# --- legacy (magic 0/1) message layout, offsets from the start of the entry ------------------------
+LEGACY_CRC_OFFSET = 12
+LEGACY_ATTRIBUTES_OFFSET = 17
+LEGACY_TIMESTAMP_OFFSET = 18  # v1 only
+RECORD_OVERHEAD_V0 = 14  # crc 4 + magic 1 + attributes 1 + key length 4 + value length 4
+RECORD_OVERHEAD_V1 = 22  # v0 + timestamp 8
+LEGACY_HEADER_SIZE_V0 = 6  # crc + magic + attributes
+LEGACY_HEADER_SIZE_V1 = 14
+
+MAX_INT32 = 0x7FFFFFFF
+
+# How many leading bytes of an entry hold every header field of any format: a reader that only wants
+# shallow fields (offsets, timestamps, producer state) needs to fetch no more than this.
+MAX_HEADER_SIZE = RECORD_BATCH_OVERHEAD
+
+
+def legacy_record_overhead(magic: int) -> int:
+    """Size of a legacy message without key and value bytes (``LegacyRecord.recordOverhead``)."""
+    return RECORD_OVERHEAD_V0 if magic == MAGIC_V0 else RECORD_OVERHEAD_V1
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's ``DefaultRecordBatch.incrementSequence``: sequences wrap to 0 after Int.MAX."""
+    if sequence > MAX_INT32 - increment:
+        return increment - (MAX_INT32 - sequence) - 1
+    return sequence + increment
+
+
+@dataclass(frozen=True, slots=True)
+class RecordColumns:
+    """Every record of one batch as parallel lists (the columnar deep-decode result).
+
+    ``timestamps`` are already resolved like ``Record.timestamp`` (LogAppendTime batches report the
+    batch max timestamp); ``timestamp_type`` applies to every record of the batch unless
+    ``timestamp_types`` is set (only for a legacy wrapper whose inner messages mix magic 0 and 1).
+    ``headers[i]`` is a tuple of ``Header`` (the same empty tuple object when a record has none).
+    ``checksums`` is only filled for legacy messages (empty list for v2).
+    """
+
+    offsets: list[int]
+    timestamps: list[int]
+    timestamp_type: TimestampType
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    headers: list[tuple[Header, ...]]
+    sequences: list[int]
+    checksums: list[int]
+    timestamp_types: list[TimestampType] | None = None
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def to_records(self) -> list[Record]:
+        """The same data as ``Record`` objects."""
+        n = len(self.offsets)
+        checksums: list[int] | list[None] = self.checksums or [None] * n
+        ts_types = self.timestamp_types or [self.timestamp_type] * n
+        return [
+            Record(o, t, tt, k, v, h, s, c)
+            for o, t, tt, k, v, h, s, c in zip(
+                self.offsets, self.timestamps, ts_types, self.keys, self.values, self.headers,
+                self.sequences, checksums, strict=True,
+            )
+        ]
