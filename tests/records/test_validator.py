@@ -29,15 +29,16 @@ from kafkalog.records import (
     compress,
     iter_batches,
 )
-from kafkalog.records.default_batch import write_batch_header
 from kafkalog.records.legacy import encode_message
 from kafkalog.records.types import (
     ATTRIBUTES_OFFSET,
     BASE_SEQUENCE_OFFSET,
     CRC_OFFSET,
     LAST_OFFSET_DELTA_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
     NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
     CompressionType,
     ControlRecordType,
     Header,
@@ -72,7 +73,7 @@ LEGACY_CODECS = [NONE, GZIP, SNAPPY, LZ4]
 ALL_CODECS = [*LEGACY_CODECS, ZSTD]
 
 
-# --- helpers ----------------------------------------------------------------------------------------
+# --- helpers --------------------------------------------------------------------------------------
 
 
 def recs(n: int = 3, *, ts: int = T0, keys: bool = True) -> list[SimpleRecord]:
@@ -138,7 +139,7 @@ def legacy_wrapper(
     return encode_message(magic, wrapper_offset, ts, None, payload, int(codec))[0]
 
 
-# --- configuration ------------------------------------------------------------------------------------
+# --- configuration --------------------------------------------------------------------------------
 
 
 def test_target_compression_from_config() -> None:
@@ -148,18 +149,18 @@ def test_target_compression_from_config() -> None:
 
 
 def test_config_rejects_bad_values() -> None:
-    with pytest.raises(InvalidConfigError, match="target magic 3"):
+    with pytest.raises(InvalidConfigError, match=r"target magic 3"):
         ValidatorConfig(target_magic=3)
-    with pytest.raises(InvalidConfigError, match="CreateTime or LogAppendTime"):
+    with pytest.raises(InvalidConfigError, match=r"CreateTime or LogAppendTime"):
         ValidatorConfig(timestamp_type=TimestampType.NO_TIMESTAMP_TYPE)
 
 
-# --- analyze_and_validate_records -------------------------------------------------------------------
+# --- analyze_and_validate_records -----------------------------------------------------------------
 
 
 def test_analyze_v2_client_base_offset_must_be_zero() -> None:
     records = build(base_offset=5)
-    with pytest.raises(InvalidRecordError, match="baseOffset .* should be 0, but it is 5.*batch 0"):
+    with pytest.raises(InvalidRecordError, match=r"baseOffset .* should be 0, but it is 5.*batch 0"):
         analyze_and_validate_records(records, AppendOrigin.CLIENT)
     # replication and coordinators may send any base offset
     info = analyze_and_validate_records(records, AppendOrigin.REPLICATION)
@@ -180,7 +181,9 @@ def test_analyze_record_too_large() -> None:
         records, AppendOrigin.CLIENT, max_message_bytes=size - 1, ignore_record_size=True
     )
     assert info.valid_bytes == size
-    assert analyze_and_validate_records(records, AppendOrigin.CLIENT, max_message_bytes=size).valid_bytes == size
+    assert (
+        analyze_and_validate_records(records, AppendOrigin.CLIENT, max_message_bytes=size).valid_bytes == size
+    )
 
 
 def test_analyze_corrupt_crc() -> None:
@@ -221,7 +224,7 @@ def test_analyze_and_trim_partial_tail() -> None:
 
 def test_trim_rejects_negative_valid_bytes() -> None:
     info = LogAppendInfo(-1, -1, None, NO_TIMESTAMP, -1, NONE, -5, -1, 0, True)
-    with pytest.raises(CorruptRecordError, match="illegal length -5"):
+    with pytest.raises(CorruptRecordError, match=r"illegal length -5"):
         trim_invalid_bytes(MemoryRecords(b""), info)
 
 
@@ -236,23 +239,32 @@ def test_log_append_info_after_validation() -> None:
     assert info.with_validation_result(result, first_offset=100, timestamp_type=CREATE).log_append_time == -1
 
 
-# --- batch-level errors ----------------------------------------------------------------------------------
+# --- batch-level errors ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("target", [NONE, GZIP])
 def test_empty_record_set(target: CompressionType) -> None:
-    with pytest.raises(InvalidRecordError, match="no batches at all"):
+    with pytest.raises(InvalidRecordError, match=r"no batches at all"):
         validate(MemoryRecords(b""), target_compression=target)
 
 
 @pytest.mark.parametrize(
     ("magic", "codec", "target"),
-    [(2, NONE, NONE), (2, NONE, GZIP), (2, GZIP, GZIP), (2, ZSTD, NONE), (1, GZIP, GZIP), (0, LZ4, NONE),
-     (1, SNAPPY, GZIP)],
+    [
+        (2, NONE, NONE),
+        (2, NONE, GZIP),
+        (2, GZIP, GZIP),
+        (2, ZSTD, NONE),
+        (1, GZIP, GZIP),
+        (0, LZ4, NONE),
+        (1, SNAPPY, GZIP),
+    ],
 )
-def test_only_one_batch_for_v2_or_compressed(magic: int, codec: CompressionType, target: CompressionType) -> None:
+def test_only_one_batch_for_v2_or_compressed(
+    magic: int, codec: CompressionType, target: CompressionType
+) -> None:
     data = concat(build(magic, codec), build(magic, codec))
-    with pytest.raises(InvalidRecordError, match="more than one batch.*position"):
+    with pytest.raises(InvalidRecordError, match=r"more than one batch.*position"):
         validate(MemoryRecords(data), target_compression=target, target_magic=magic)
 
 
@@ -266,7 +278,9 @@ def test_several_uncompressed_legacy_batches_are_fine() -> None:
 
 def test_batch_magic_must_match_first_batch() -> None:
     data = concat(build(1, records=recs(1)), build(0, records=recs(1)))
-    with pytest.raises(InvalidRecordError, match="Batch magic 0 is not the same as the first batch's magic.*1"):
+    with pytest.raises(
+        InvalidRecordError, match=r"Batch magic 0 is not the same as the first batch's magic.*1"
+    ):
         validate(MemoryRecords(data), target_magic=1)
 
 
@@ -275,11 +289,14 @@ def test_v2_count_must_match_offsets() -> None:
     for offset in (0, 2, 5):
         builder.append_with_offset(offset, T0, b"k", b"v")
     gappy = builder.build()
-    with pytest.raises(InvalidRecordError, match=r"Inconsistent batch offset range \[0, 5\] and count of records 3"):
+    with pytest.raises(
+        InvalidRecordError, match=r"Inconsistent batch offset range \[0, 5\] and count of records 3"
+    ):
         validate(gappy)
     # a coordinator is trusted with such batches
     result = validate(gappy, origin=AppendOrigin.COORDINATOR)
-    assert RecordBatch(result.validated_records.buffer).last_offset == 105
+    # Kafka sets the *last* offset to the last assigned one (counter - 1) and keeps the deltas
+    assert RecordBatch(result.validated_records.buffer).last_offset == 102 == result.next_offset - 1
 
 
 def test_v2_invalid_offset_range() -> None:
@@ -289,19 +306,21 @@ def test_v2_invalid_offset_range() -> None:
 
 
 def test_v2_batch_without_records() -> None:
-    buf = bytearray(RECORD_BATCH_OVERHEAD)
-    write_batch_header(
-        buf, base_offset=0, last_offset_delta=0, attributes=0, base_timestamp=-1, max_timestamp=-1,
-        producer_id=-1, producer_epoch=-1, base_sequence=-1, partition_leader_epoch=-1, count=0,
-    )
+    # a one-record batch cut down to its header, claiming 0 records (offset range [0, 0])
+    buf = bytearray(build(records=recs(1)).to_bytes()[:RECORD_BATCH_OVERHEAD])
+    struct.pack_into(">i", buf, 8, RECORD_BATCH_OVERHEAD - 12)
+    data = patch_v2(bytes(buf), ">i", RECORDS_COUNT_OFFSET, 0)
+    assert RecordBatch(data).is_valid()
     for target in (NONE, GZIP):
-        with pytest.raises(InvalidRecordError, match="Invalid reported count for record batch: 0"):
-            validate(MemoryRecords(bytes(buf)), target_compression=target)
+        with pytest.raises(InvalidRecordError, match=r"Invalid reported count for record batch: 0"):
+            validate(MemoryRecords(data), target_compression=target)
 
 
 def test_control_batches_from_clients_are_rejected() -> None:
-    marker = MemoryRecords.with_end_transaction_marker(0, T0, 0, 42, 1, EndTransactionMarker(ControlRecordType.COMMIT, 3))
-    with pytest.raises(InvalidRecordError, match="not allowed to write control records.*batch 0"):
+    marker = MemoryRecords.with_end_transaction_marker(
+        0, T0, 0, 42, 1, EndTransactionMarker(ControlRecordType.COMMIT, 3)
+    )
+    with pytest.raises(InvalidRecordError, match=r"not allowed to write control records.*batch 0"):
         validate(marker)
     result = validate(marker, origin=AppendOrigin.COORDINATOR, target_compression=GZIP)
     out = batches(result.validated_records)[0]
@@ -311,7 +330,9 @@ def test_control_batches_from_clients_are_rejected() -> None:
 def test_producer_id_with_negative_sequence() -> None:
     data = build(producer_id=42, producer_epoch=1, base_sequence=0).to_bytes()
     data = patch_v2(data, ">i", BASE_SEQUENCE_OFFSET, -1)
-    with pytest.raises(InvalidRecordError, match="Invalid sequence number -1 in record batch with producerId 42"):
+    with pytest.raises(
+        InvalidRecordError, match=r"Invalid sequence number -1 in record batch with producerId 42"
+    ):
         validate(MemoryRecords(data))
 
 
@@ -319,10 +340,12 @@ def test_producer_id_with_negative_sequence() -> None:
 @pytest.mark.parametrize("codec", [NONE, GZIP])
 def test_transactional_and_idempotent_need_magic_2(target_magic: int, codec: CompressionType) -> None:
     txn = build(2, codec, producer_id=42, producer_epoch=1, base_sequence=0, is_transactional=True)
-    with pytest.raises(UnsupportedForMessageFormatError, match=f"Transactional.*magic version {target_magic}"):
+    with pytest.raises(
+        UnsupportedForMessageFormatError, match=rf"Transactional.*magic version {target_magic}"
+    ):
         validate(txn, target_magic=target_magic)
     idempotent = build(2, codec, producer_id=42, producer_epoch=1, base_sequence=0)
-    with pytest.raises(UnsupportedForMessageFormatError, match=f"Idempotent.*magic version {target_magic}"):
+    with pytest.raises(UnsupportedForMessageFormatError, match=rf"Idempotent.*magic version {target_magic}"):
         validate(idempotent, target_magic=target_magic)
 
 
@@ -336,37 +359,44 @@ def test_producer_state_is_kept_when_rebuilding() -> None:
 
 @pytest.mark.parametrize("target_magic", [0, 1])
 def test_zstd_needs_magic_2(target_magic: int) -> None:
-    with pytest.raises(UnsupportedCompressionTypeError, match=f"zstd.*magic {target_magic}"):
+    with pytest.raises(UnsupportedCompressionTypeError, match=rf"zstd.*magic {target_magic}"):
         validate(build(2, NONE), target_magic=target_magic, target_compression=ZSTD)
-    with pytest.raises(UnsupportedCompressionTypeError, match=f"zstd.*magic {target_magic}"):
+    with pytest.raises(UnsupportedCompressionTypeError, match=rf"zstd.*magic {target_magic}"):
         validate(build(2, ZSTD), target_magic=target_magic)  # compression.type=producer
 
 
 def test_legacy_zstd_wrapper_is_rejected() -> None:
     inner = [encode_message(1, i, T0, b"k", b"v", 0)[0] for i in range(2)]
     wrapper = legacy_wrapper(1, ZSTD, inner, 1)
-    with pytest.raises(UnsupportedCompressionTypeError, match="zstd.*magic 1.*batch 0"):
+    with pytest.raises(UnsupportedCompressionTypeError, match=r"zstd.*magic 1.*batch 0"):
         validate(MemoryRecords(wrapper), target_magic=2)
 
 
 def test_headers_cannot_be_down_converted() -> None:
     records = [SimpleRecord(b"v", b"k", T0, (Header("h", b"x"),))]
-    with pytest.raises(UnsupportedForMessageFormatError, match="headers.*offset 0"):
+    with pytest.raises(UnsupportedForMessageFormatError, match=r"headers.*offset 0"):
         validate(build(2, NONE, records), target_magic=1)
 
 
-# --- record-level errors -------------------------------------------------------------------------------------
+# --- record-level errors --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("magic", "codec"), [(0, NONE), (1, NONE), (1, GZIP), (2, NONE), (2, SNAPPY)])
 def test_compacted_topic_needs_keys(magic: int, codec: CompressionType) -> None:
     records = [SimpleRecord(b"a", b"k", T0), SimpleRecord(b"b", None, T0), SimpleRecord(b"c", None, T0)]
     data = build(magic, codec, records)
-    with pytest.raises(RecordValidationError, match="rejected due to 2 record errors") as info:
+    if magic < 2 and codec is NONE:
+        # one batch per legacy message: the second batch fails on its own
+        with pytest.raises(RecordValidationError, match=r"1 record errors.*batch 1 at position") as info:
+            validate(data, target_magic=magic, compacted_topic=True)
+        assert info.value.record_errors == [
+            (0, "Compacted topic cannot accept message without key (offset 1)")
+        ]
+        return
+    with pytest.raises(RecordValidationError, match=r"rejected due to 2 record errors") as info:
         validate(data, target_magic=magic, compacted_topic=True)
     assert not isinstance(info.value, InvalidTimestampError)
-    expected = [1, 2] if codec is not NONE or magic == 2 else [1]  # legacy plain: one batch per message
-    assert [i for i, _ in info.value.record_errors] == expected[: len(info.value.record_errors)]
+    assert [i for i, _ in info.value.record_errors] == [1, 2]
     assert all("without key" in m for _, m in info.value.record_errors)
     validate(data, target_magic=magic)  # fine when not compacted
 
@@ -378,7 +408,7 @@ def test_timestamps_out_of_range(magic: int, codec: CompressionType) -> None:
         SimpleRecord(b"old", b"k", NOW - HOUR - 1),
         SimpleRecord(b"new", b"k", NOW + HOUR + 1),
     ]
-    with pytest.raises(InvalidTimestampError, match="invalid timestamp") as info:
+    with pytest.raises(InvalidTimestampError, match=r"invalid timestamp") as info:
         validate(
             build(magic, codec, records),
             target_magic=magic,
@@ -413,12 +443,12 @@ def test_timestamp_and_key_errors_together_are_a_timestamp_error() -> None:
 def test_log_append_time_from_producers() -> None:
     # On a LogAppendTime topic a producer may not claim LogAppendTime.
     data = build(2, NONE, log_append_time=T0, timestamp_type=APPEND)
-    with pytest.raises(InvalidTimestampError, match="LogAppendTime"):
+    with pytest.raises(InvalidTimestampError, match=r"LogAppendTime"):
         validate(data, timestamp_type=APPEND)
     # On a CreateTime topic Kafka only refuses it when the batch timestamp is -1 ...
     builder = MemoryRecordsBuilder(2, NONE, APPEND, 0, NO_TIMESTAMP)
     builder.append(NO_TIMESTAMP, b"k", b"v")
-    with pytest.raises(InvalidTimestampError, match="should not set timestamp type to LogAppendTime"):
+    with pytest.raises(InvalidTimestampError, match=r"should not set timestamp type to LogAppendTime"):
         validate(builder.build())
     # ... and otherwise range-checks that timestamp and rewrites the batch as CreateTime.
     result = validate(data)
@@ -442,7 +472,7 @@ def test_corrupt_inner_message_crc() -> None:
 def test_inner_magic_must_match_wrapper() -> None:
     inner = [encode_message(1, 0, T0, b"k", b"v", 0)[0], encode_message(0, 1, T0, b"k", b"v", 0)[0]]
     wrapper = legacy_wrapper(1, GZIP, inner, 1)
-    with pytest.raises(RecordValidationError, match="record errors") as info:
+    with pytest.raises(RecordValidationError, match=r"record errors") as info:
         validate(MemoryRecords(wrapper), target_magic=1)
     assert info.value.record_errors == [(1, info.value.record_errors[0][1])]
     assert "magic 0, which does not match outer magic 1" in info.value.record_errors[0][1]
@@ -451,17 +481,19 @@ def test_inner_magic_must_match_wrapper() -> None:
 def test_compressed_inner_message_is_invalid() -> None:
     nested = encode_message(1, 0, T0, None, compress(GZIP, b"xx", 1), int(GZIP))[0]
     wrapper = legacy_wrapper(1, GZIP, [nested], 0)
-    with pytest.raises(InvalidRecordError, match="must not be compressed.*batch 0"):
+    with pytest.raises(InvalidRecordError, match=r"must not be compressed.*batch 0"):
         validate(MemoryRecords(wrapper), target_magic=1)
 
 
 def test_v2_structure_errors_name_the_batch() -> None:
-    data = patch_v2(build(records=recs(2)).to_bytes(), ">i", 57, 3)  # recordsCount 3, but 2 records
-    with pytest.raises(InvalidRecordError, match="batch 0 at position 0"):
+    data = patch_v2(
+        build(records=recs(2)).to_bytes(), ">i", RECORDS_COUNT_OFFSET, 3
+    )  # recordsCount 3, but 2 records
+    with pytest.raises(InvalidRecordError, match=r"batch 0 at position 0"):
         validate(MemoryRecords(data), origin=AppendOrigin.COORDINATOR)
 
 
-# --- offsets, timestamps and in-place edits ------------------------------------------------------------------
+# --- offsets, timestamps and in-place edits -------------------------------------------------------
 
 
 def test_in_place_v2_keeps_crc_when_only_offset_and_epoch_change() -> None:
@@ -471,11 +503,15 @@ def test_in_place_v2_keeps_crc_when_only_offset_and_epoch_change() -> None:
     assert out[16:] == data[16:]
     batch = RecordBatch(out)
     assert (batch.base_offset, batch.partition_leader_epoch) == (1000, 12)
-    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp, result.next_offset) == (T0 + 2, 1002, 1003)
+    assert (result.max_timestamp, result.shallow_offset_of_max_timestamp, result.next_offset) == (
+        T0 + 2,
+        1002,
+        1003,
+    )
 
 
 def test_in_place_v2_fixes_a_wrong_max_timestamp() -> None:
-    data = patch_v2(build().to_bytes(), ">q", 35, T0 + 999)
+    data = patch_v2(build().to_bytes(), ">q", MAX_TIMESTAMP_OFFSET, T0 + 999)
     out = validate(MemoryRecords(data)).validated_records
     batch = batches(out)[0]
     batch.ensure_valid()
@@ -483,7 +519,11 @@ def test_in_place_v2_fixes_a_wrong_max_timestamp() -> None:
 
 
 def test_in_place_v1_shallow_offset_is_first_max() -> None:
-    records = [SimpleRecord(b"a", None, T0 + 5), SimpleRecord(b"b", None, T0 + 9), SimpleRecord(b"c", None, T0 + 9)]
+    records = [
+        SimpleRecord(b"a", None, T0 + 5),
+        SimpleRecord(b"b", None, T0 + 9),
+        SimpleRecord(b"c", None, T0 + 9),
+    ]
     result = validate(build(1, NONE, records), target_magic=1)
     assert (result.max_timestamp, result.shallow_offset_of_max_timestamp) == (T0 + 9, 101)
     assert not result.messages_size_maybe_changed
@@ -517,7 +557,9 @@ def test_in_place_compressed_v1(codec: CompressionType) -> None:
     out = result.validated_records.to_bytes()
     assert not result.messages_size_maybe_changed
     assert out[8:] == data[8:]
-    assert read(result.validated_records) == [(100 + i, T0 + i, f"key-{i}".encode(), f"value-{i}".encode()) for i in range(3)]
+    assert read(result.validated_records) == [
+        (100 + i, T0 + i, f"key-{i}".encode(), f"value-{i}".encode()) for i in range(3)
+    ]
     assert (result.max_timestamp, result.shallow_offset_of_max_timestamp) == (T0 + 2, 102)
 
 
@@ -527,7 +569,11 @@ def test_v1_wrapper_with_non_sequential_inner_offsets_is_rebuilt() -> None:
         builder.append_with_offset(offset, T0 + offset, b"k", b"v%d" % offset)
     result = validate(builder.build(), target_magic=1)
     assert result.messages_size_maybe_changed
-    assert [(o, v) for o, _, _, v in read(result.validated_records)] == [(100, b"v0"), (101, b"v2"), (102, b"v5")]
+    assert [(o, v) for o, _, _, v in read(result.validated_records)] == [
+        (100, b"v0"),
+        (101, b"v2"),
+        (102, b"v5"),
+    ]
     assert (result.max_timestamp, result.shallow_offset_of_max_timestamp) == (T0 + 5, 102)
 
 
@@ -543,7 +589,9 @@ def test_v1_wrapper_offset_zero_is_tolerated() -> None:
 def test_v0_compressed_is_always_rebuilt(codec: CompressionType) -> None:
     result = validate(build(0, codec), target_magic=0)
     assert result.messages_size_maybe_changed
-    assert read(result.validated_records) == [(100 + i, -1, f"key-{i}".encode(), f"value-{i}".encode()) for i in range(3)]
+    assert read(result.validated_records) == [
+        (100 + i, -1, f"key-{i}".encode(), f"value-{i}".encode()) for i in range(3)
+    ]
     assert (result.max_timestamp, result.shallow_offset_of_max_timestamp) == (-1, -1)
     assert batches(result.validated_records)[0].offset == 102
 
@@ -564,7 +612,9 @@ def test_other_codec_is_recompressed(source: CompressionType, target: Compressio
     assert len(out) == 1 and out[0].compression_type is target
     out[0].ensure_valid()
     assert result.messages_size_maybe_changed is (source is not target)
-    assert read(result.validated_records) == [(100 + i, T0 + i, f"key-{i}".encode(), f"value-{i}".encode()) for i in range(20)]
+    assert read(result.validated_records) == [
+        (100 + i, T0 + i, f"key-{i}".encode(), f"value-{i}".encode()) for i in range(20)
+    ]
 
 
 def test_rebuilt_batch_is_rechecked_against_max_message_bytes() -> None:
@@ -574,17 +624,23 @@ def test_rebuilt_batch_is_rechecked_against_max_message_bytes() -> None:
     with pytest.raises(RecordTooLargeError, match=r"after conversion.*maximum configured size of"):
         validate(data, target_compression=NONE, max_message_bytes=size)
     result = validate_messages_and_assign_offsets(
-        data, offset_counter=0, now_ms=NOW, partition_leader_epoch=0,
-        config=ValidatorConfig(target_compression=NONE, max_message_bytes=size), source_compression=None,
+        data,
+        offset_counter=0,
+        now_ms=NOW,
+        partition_leader_epoch=0,
+        config=ValidatorConfig(target_compression=NONE, max_message_bytes=size),
+        source_compression=None,
         ignore_record_size=True,
     )
     assert result.validated_records.size_in_bytes > size
 
 
-# --- conversions -------------------------------------------------------------------------------------------------
+# --- conversions ----------------------------------------------------------------------------------
 
 
-def expected_timestamps(source_magic: int, target_magic: int, ts_type: TimestampType, original: list[int]) -> list[int]:
+def expected_timestamps(
+    source_magic: int, target_magic: int, ts_type: TimestampType, original: list[int]
+) -> list[int]:
     """What a reader sees after validation, by Kafka's rules."""
     if target_magic == 0:
         return [NO_TIMESTAMP] * len(original)
@@ -595,37 +651,70 @@ def expected_timestamps(source_magic: int, target_magic: int, ts_type: Timestamp
     return original
 
 
+KEYS = [b"key-0", None, b"key-2"]
+VALUES = [b"value-0", b"value-1", None]
+CHAIN_RECORDS = [SimpleRecord(v, k, T0 + i) for i, (k, v) in enumerate(zip(KEYS, VALUES, strict=True))]
+
+
 @pytest.mark.parametrize("codec", LEGACY_CODECS)
 @pytest.mark.parametrize("ts_type", [CREATE, APPEND])
-def test_conversion_chain_v0_v1_v2_and_back(codec: CompressionType, ts_type: TimestampType) -> None:
-    keys = [b"key-0", None, b"key-2"]
-    values = [b"value-0", b"value-1", None]
-    records = [SimpleRecord(v, k, T0 + i) for i, (k, v) in enumerate(zip(keys, values, strict=True))]
-    current = build(0, codec, records)
-    magic = 0
-    offset = 0
-    for target in (1, 2, 1, 0):
-        result = validate(current, target_magic=target, target_compression=codec, offset=offset, timestamp_type=ts_type)
-        out = result.validated_records
-        assert {b.magic for b in batches(out)} == {target}
-        assert {b.compression_type for b in batches(out)} == {codec}
-        got = read(out)
-        assert [o for o, *_ in got] == list(range(offset, offset + 3))
-        assert [k for _, _, k, _ in got] == keys
-        assert [v for *_, v in got] == values
-        assert [t for _, t, _, _ in got] == expected_timestamps(magic, target, ts_type, [T0, T0 + 1, T0 + 2])
-        if target == 2:
-            assert batches(out)[0].partition_leader_epoch == 7
-        magic, current, offset = target, out, offset + 3
+@pytest.mark.parametrize("source_magic", [0, 1, 2])
+@pytest.mark.parametrize("target_magic", [0, 1, 2])
+def test_conversion_between_magics(
+    codec: CompressionType, ts_type: TimestampType, source_magic: int, target_magic: int
+) -> None:
+    result = validate(
+        build(source_magic, codec, CHAIN_RECORDS), target_magic=target_magic, timestamp_type=ts_type
+    )
+    out = result.validated_records
+    assert {b.magic for b in batches(out)} == {target_magic}
+    assert {b.compression_type for b in batches(out)} == {codec}
+    assert result.messages_size_maybe_changed is (
+        source_magic != target_magic or (target_magic == 0 and codec is not NONE)
+    )
+    got = read(out)
+    assert [o for o, *_ in got] == [100, 101, 102]
+    assert [k for _, _, k, _ in got] == KEYS
+    assert [v for *_, v in got] == VALUES
+    assert [t for _, t, _, _ in got] == expected_timestamps(
+        source_magic, target_magic, ts_type, [T0, T0 + 1, T0 + 2]
+    )
+
+
+@pytest.mark.parametrize("codec", LEGACY_CODECS)
+def test_conversion_chain_v0_v1_v2_and_back(codec: CompressionType) -> None:
+    """Each output fed back in as the next input (CreateTime): v0 -> v1 -> v2 -> v1 -> v0, then the
+    same from v1 (where timestamps exist to be kept until v0 drops them)."""
+    for start, lost in ((0, True), (1, False)):
+        current = build(start, codec, CHAIN_RECORDS)
+        offset = 0
+        for target in (1, 2, 1, 0):
+            result = validate(current, target_magic=target, target_compression=codec, offset=offset)
+            out = result.validated_records
+            assert {b.magic for b in batches(out)} == {target}
+            got = read(out)
+            assert [o for o, *_ in got] == list(range(offset, offset + 3))
+            assert [k for _, _, k, _ in got] == KEYS
+            assert [v for *_, v in got] == VALUES
+            lost = lost or target == 0
+            assert [t for _, t, _, _ in got] == ([NO_TIMESTAMP] * 3 if lost else [T0, T0 + 1, T0 + 2])
+            current, offset = out, offset + 3
 
 
 @pytest.mark.parametrize("codec", LEGACY_CODECS)
 def test_v2_down_conversion(codec: CompressionType) -> None:
-    records = [SimpleRecord(b"a", b"k", T0 + 3), SimpleRecord(b"b", b"k", T0 + 7), SimpleRecord(b"c", b"k", T0 + 7)]
+    records = [
+        SimpleRecord(b"a", b"k", T0 + 3),
+        SimpleRecord(b"b", b"k", T0 + 7),
+        SimpleRecord(b"c", b"k", T0 + 7),
+    ]
     to_v1 = validate(build(2, codec, records), target_magic=1)
     assert [t for _, t, _, _ in read(to_v1.validated_records)] == [T0 + 3, T0 + 7, T0 + 7]
     # MemoryRecordsBuilder.info(): uncompressed v1 → first offset with the max; compressed → last offset
-    assert (to_v1.max_timestamp, to_v1.shallow_offset_of_max_timestamp) == (T0 + 7, 101 if codec is NONE else 102)
+    assert (to_v1.max_timestamp, to_v1.shallow_offset_of_max_timestamp) == (
+        T0 + 7,
+        101 if codec is NONE else 102,
+    )
     to_v0 = validate(build(2, codec, records), target_magic=0)
     assert [t for _, t, _, _ in read(to_v0.validated_records)] == [NO_TIMESTAMP] * 3
     assert (to_v0.max_timestamp, to_v0.shallow_offset_of_max_timestamp) == (-1, -1)
@@ -642,7 +731,9 @@ def test_up_conversion_of_v0_has_no_timestamps() -> None:
 
 def test_log_validator_class() -> None:
     data = build(1, GZIP)
-    validator = LogValidator(data, now_ms=NOW, config=ValidatorConfig(target_magic=2), partition_leader_epoch=3)
+    validator = LogValidator(
+        data, now_ms=NOW, config=ValidatorConfig(target_magic=2), partition_leader_epoch=3
+    )
     result = validator.validate_messages_and_assign_offsets(40)
     assert result.next_offset == 43
     assert batches(result.validated_records)[0].partition_leader_epoch == 3
@@ -652,14 +743,16 @@ def test_log_validator_class() -> None:
 @pytest.mark.parametrize("codec", [NONE, GZIP])
 @pytest.mark.parametrize("target_magic", [0, 1, 2])
 @pytest.mark.parametrize("ts_type", [CREATE, APPEND])
-def test_input_is_never_modified(magic: int, codec: CompressionType, target_magic: int, ts_type: TimestampType) -> None:
+def test_input_is_never_modified(
+    magic: int, codec: CompressionType, target_magic: int, ts_type: TimestampType
+) -> None:
     data = bytearray(build(magic, codec).to_bytes())
     snapshot = bytes(data)
     validate(MemoryRecords(data), target_magic=target_magic, timestamp_type=ts_type, offset=77, epoch=5)
     assert bytes(data) == snapshot
 
 
-# --- property: any allowed (source magic, codec) → (target magic, codec) -----------------------------------
+# --- property: any allowed (source magic, codec) → (target magic, codec) --------------------------
 
 
 record_st = st.builds(
@@ -695,8 +788,12 @@ def test_any_allowed_conversion_preserves_records(
         source_codec = GZIP
     effective = source_codec if target_codec is None else target_codec
     data = build(source_magic, source_codec, records)
-    config = {"target_magic": target_magic, "target_compression": target_codec, "timestamp_type": ts_type,
-              "compression_level": level}
+    config = {
+        "target_magic": target_magic,
+        "target_compression": target_codec,
+        "timestamp_type": ts_type,
+        "compression_level": level,
+    }
     if effective is ZSTD and target_magic < 2:
         with pytest.raises(UnsupportedCompressionTypeError):
             validate(data, offset=offset, **config)

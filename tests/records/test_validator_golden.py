@@ -105,9 +105,7 @@ def test_v1_up_converted_to_v2_is_byte_identical(kafka_golden_dir: Path, expecte
     assert next_offset == 502
 
 
-@pytest.mark.parametrize(
-    "name", ["s7_client_v2_none_input.bin", "s7_client_v1_none_input.bin"]
-)
+@pytest.mark.parametrize("name", ["s7_client_v2_none_input.bin", "s7_client_v1_none_input.bin"])
 @pytest.mark.parametrize("ts_type", list(TimestampType)[1:])
 @pytest.mark.parametrize("magic", [0, 1, 2])
 def test_golden_inputs_are_never_modified(
@@ -221,7 +219,9 @@ def test_kafka_v1_gzip_wrapper(kafka_golden_dir: Path) -> None:
     out, max_ts, shallow, changed, _ = _validate(wrapper, target_magic=1)
     assert changed
     assert [(r.offset, r.value) for r in MemoryRecords(out).records()] == [
-        (500, b"v1-gzip-6"), (501, b"v1-gzip-7"), (502, b"v1-gzip-8")
+        (500, b"v1-gzip-6"),
+        (501, b"v1-gzip-7"),
+        (502, b"v1-gzip-8"),
     ]
     assert (max_ts, shallow) == (T0 + 8, 502)
     # A producer's wrapper (offset 2 = n-1, inner 0..2) is patched in place; the CRC skips the offset.
@@ -238,7 +238,9 @@ def test_kafka_v1_gzip_wrapper(kafka_golden_dir: Path) -> None:
     assert not changed and max_ts == NOW
     batch = RecordBatch(out)
     batch.ensure_valid()
-    assert out[LEGACY_CRC_OFFSET : LEGACY_CRC_OFFSET + 4] != wrapper[LEGACY_CRC_OFFSET : LEGACY_CRC_OFFSET + 4]
+    assert (
+        out[LEGACY_CRC_OFFSET : LEGACY_CRC_OFFSET + 4] != wrapper[LEGACY_CRC_OFFSET : LEGACY_CRC_OFFSET + 4]
+    )
     assert [r.timestamp for r in batch.records()] == [NOW] * 3
 
 
@@ -259,13 +261,13 @@ def test_kafka_transactional_batch(kafka_golden_dir: Path) -> None:
     batch = RecordBatch(out)
     assert batch.is_transactional and (batch.producer_id, batch.producer_epoch) == (4242, 7)
     assert batch.base_offset == 500
-    with pytest.raises(UnsupportedForMessageFormatError, match="Transactional.*magic version 1"):
+    with pytest.raises(UnsupportedForMessageFormatError, match=r"Transactional.*magic version 1"):
         _validate(data, target_magic=1)
 
 
 def test_kafka_control_batch(kafka_golden_dir: Path) -> None:
     data = _s2_batch(kafka_golden_dir, 3)
-    with pytest.raises(InvalidRecordError, match="not allowed to write control records"):
+    with pytest.raises(InvalidRecordError, match=r"not allowed to write control records"):
         _validate(data)
     result = validate_messages_and_assign_offsets(
         MemoryRecords(data),
@@ -283,7 +285,7 @@ def test_kafka_control_batch(kafka_golden_dir: Path) -> None:
 
 def test_kafka_log_append_time_batch_from_a_producer(kafka_golden_dir: Path) -> None:
     data = _s2_batch(kafka_golden_dir, 4)
-    with pytest.raises(InvalidTimestampError, match="LogAppendTime") as info:
+    with pytest.raises(InvalidTimestampError, match=r"LogAppendTime") as info:
         _validate(data, timestamp_type=TimestampType.LOG_APPEND_TIME)
     assert [i for i, _ in info.value.record_errors] == [0, 1]
     # Kafka's rule on a CreateTime topic: the batch's timestamp (T0+50) is range-checked and

@@ -331,8 +331,14 @@ class _BatchRecords:
 
     __slots__ = ("headers", "keys", "messages", "offsets", "timestamps", "values")
 
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    headers: list[tuple[Header, ...]]
+    messages: list[LegacyMessage] | None
+
     def __init__(self, batch: RecordBatch) -> None:
-        self.messages: list[LegacyMessage] | None
         if batch.magic >= MAGIC_V2:
             cols = batch.decode_columns()
             self.offsets = cols.offsets
@@ -564,8 +570,7 @@ class LogValidator:
         where = f"batch {batch_index} at position {batch.position}"
         if any(e.is_timestamp for e in errors):
             raise InvalidTimestampError(
-                f"One or more records have been rejected due to invalid timestamp ({where}): "
-                f"{pairs[:3]}",
+                f"One or more records have been rejected due to invalid timestamp ({where}): {pairs[:3]}",
                 pairs,
             )
         raise RecordValidationError(
