@@ -85,7 +85,9 @@ def test_buffer_is_a_zero_copy_view(s1: bytes) -> None:
 def test_s2_header_fields(s2: bytes, expected: dict[str, object]) -> None:
     batches = list(iter_batches(s2))
     table = _translate_table(expected, "s2_translate_offsets")
-    assert [(b.last_offset, b.position, b.size_in_bytes) for b in batches] == [table[k] for k in sorted(table)]
+    assert [(b.last_offset, b.position, b.size_in_bytes) for b in batches] == [
+        table[k] for k in sorted(table)
+    ]
     assert [b.base_offset for b in batches] == [100, 103, 105, 107, 108]
     assert [b.attributes for b in batches] == [0x00, 0x01, 0x10, 0x30, 0x08]
     assert [b.compression_type for b in batches] == [CompressionType.NONE, CompressionType.GZIP] + [
@@ -109,7 +111,9 @@ def test_s2_header_fields(s2: bytes, expected: dict[str, object]) -> None:
 def test_s3_legacy_header_fields(s3: bytes, expected: dict[str, object]) -> None:
     batches = list(iter_batches(s3))
     table = _translate_table(expected, "s3_translate_offsets")
-    assert [(b.last_offset, b.position, b.size_in_bytes) for b in batches] == [table[k] for k in sorted(table)]
+    assert [(b.last_offset, b.position, b.size_in_bytes) for b in batches] == [
+        table[k] for k in sorted(table)
+    ]
     assert [b.magic for b in batches] == [0, 0, 0, 1, 1, 1]
     assert [b.compression_type for b in batches] == [CompressionType.NONE] * 2 + [CompressionType.GZIP] + [
         CompressionType.NONE
@@ -265,9 +269,13 @@ def test_header_only_view_with_loader(s2: bytes) -> None:
 
 def test_header_only_legacy_wrapper_loads_for_base_offset(s3: bytes) -> None:
     full = s3[242:365]
-    b = RecordBatch(full[:30], 242, loader=lambda: full)
+    b = RecordBatch(full[:MAX_HEADER_SIZE], 242, loader=lambda: full)
     assert b.last_offset == 8 and b.max_timestamp == T0 + 8
     assert b.base_offset == 6
+    with pytest.raises(CorruptRecordError, match="header bytes"):
+        RecordBatch(full[:20], 242, loader=lambda: full)
+    small = s3[38:74]  # a whole 36-byte entry is its own header
+    assert RecordBatch(small, 38, loader=lambda: small).base_offset == 1
 
 
 def test_in_place_updates_reproduce_kafkas_validator_output(kafka_golden_dir: Path) -> None:
@@ -276,12 +284,17 @@ def test_in_place_updates_reproduce_kafkas_validator_output(kafka_golden_dir: Pa
     b.set_last_offset(502)
     b.set_partition_leader_epoch(9)
     b.set_max_timestamp(TimestampType.CREATE_TIME, T0 + 30)  # unchanged: no CRC rewrite
-    assert bytes(client) == (kafka_golden_dir / "s7_validated_v2_createtime_offset500_epoch9.bin").read_bytes()
+    assert (
+        bytes(client) == (kafka_golden_dir / "s7_validated_v2_createtime_offset500_epoch9.bin").read_bytes()
+    )
     assert b.base_offset == 500 and b.partition_leader_epoch == 9
     b.set_max_timestamp(TimestampType.LOG_APPEND_TIME, T0 + 1000)
-    assert bytes(client) == (
-        kafka_golden_dir / "s7_validated_v2_logappendtime_offset500_epoch9_now1700000001000.bin"
-    ).read_bytes()
+    assert (
+        bytes(client)
+        == (
+            kafka_golden_dir / "s7_validated_v2_logappendtime_offset500_epoch9_now1700000001000.bin"
+        ).read_bytes()
+    )
     assert b.is_valid() and b.timestamp_type is TimestampType.LOG_APPEND_TIME
 
     legacy = bytearray((kafka_golden_dir / "s7_client_v1_none_input.bin").read_bytes())
@@ -290,9 +303,10 @@ def test_in_place_updates_reproduce_kafkas_validator_output(kafka_golden_dir: Pa
         entry.set_max_timestamp(TimestampType.LOG_APPEND_TIME, T0 + 1000)
         entry.set_partition_leader_epoch(9)  # no-op for legacy
         assert entry.is_valid()
-    assert bytes(legacy) == (
-        kafka_golden_dir / "s7_validated_v1_inplace_logappendtime_offset500.bin"
-    ).read_bytes()
+    assert (
+        bytes(legacy)
+        == (kafka_golden_dir / "s7_validated_v1_inplace_logappendtime_offset500.bin").read_bytes()
+    )
 
 
 def test_in_place_updates_need_a_writable_buffer(kafka_golden_dir: Path) -> None:

@@ -185,7 +185,10 @@ def test_bad_lz4_frames_are_corrupt(frame: bytes) -> None:
 def test_zstd_reads_frames_without_content_size_and_concatenated_frames() -> None:
     no_size = zstandard.ZstdCompressor(write_content_size=False).compress(TEXT)
     assert decompress(CompressionType.ZSTD, no_size, 2) == TEXT
-    assert decompress(CompressionType.ZSTD, kp_codec.zstd_encode(b"ab") + kp_codec.zstd_encode(b"cd"), 2) == b"abcd"
+    assert (
+        decompress(CompressionType.ZSTD, kp_codec.zstd_encode(b"ab") + kp_codec.zstd_encode(b"cd"), 2)
+        == b"abcd"
+    )
 
 
 def test_zstd_forged_content_size_does_not_allocate() -> None:

@@ -48,7 +48,9 @@ def test_end_transaction_marker_round_trip() -> None:
     record = Record(7, 1, TimestampType.CREATE_TIME, marker.serialize_key(), marker.serialize_value())
     assert EndTransactionMarker.deserialize(record) == marker
     commit = EndTransactionMarker(ControlRecordType.COMMIT, -5)
-    assert EndTransactionMarker.deserialize_value(ControlRecordType.COMMIT, commit.serialize_value()) == commit
+    assert (
+        EndTransactionMarker.deserialize_value(ControlRecordType.COMMIT, commit.serialize_value()) == commit
+    )
 
 
 def test_end_transaction_marker_rejects_other_types_and_short_values() -> None:

@@ -22,8 +22,17 @@ INT64 = st.integers(-(2**63), 2**63 - 1)
 
 @pytest.mark.parametrize(
     ("value", "encoded"),
-    [(0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (63, b"\x7e"), (-64, b"\x7f"), (64, b"\x80\x01"),
-     (-65, b"\x81\x01"), (2**31 - 1, b"\xfe\xff\xff\xff\x0f"), (-(2**31), b"\xff\xff\xff\xff\x0f")],
+    [
+        (0, b"\x00"),
+        (-1, b"\x01"),
+        (1, b"\x02"),
+        (63, b"\x7e"),
+        (-64, b"\x7f"),
+        (64, b"\x80\x01"),
+        (-65, b"\x81\x01"),
+        (2**31 - 1, b"\xfe\xff\xff\xff\x0f"),
+        (-(2**31), b"\xff\xff\xff\xff\x0f"),
+    ],
 )
 def test_known_varint_encodings(value: int, encoded: bytes) -> None:
     assert encode_varint(value) == encoded

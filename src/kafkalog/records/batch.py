@@ -42,6 +42,7 @@ from kafkalog.records.types import (
     MAGIC_V0,
     MAGIC_V1,
     MAGIC_V2,
+    MAX_HEADER_SIZE,
     MAX_TIMESTAMP_OFFSET,
     MIN_RECORD_SIZE,
     NO_PARTITION_LEADER_EPOCH,
@@ -147,7 +148,8 @@ class RecordBatch:
         if magic > 127:
             magic -= 256
         self._magic = magic
-        self._inner: RecordColumns | None = None
+        # (base offset, record count) of a legacy compressed wrapper, once decompressed
+        self._inner: tuple[int, int] | None = None
         if magic >= MAGIC_V2:
             if total < RECORD_BATCH_OVERHEAD or len(view) < RECORD_BATCH_OVERHEAD:
                 if total >= RECORD_BATCH_OVERHEAD:
@@ -173,6 +175,11 @@ class RecordBatch:
                 self._count,
             ) = _V2_HEADER.unpack_from(view, PARTITION_LEADER_EPOCH_OFFSET)
         else:
+            if len(view) < min(total, MAX_HEADER_SIZE):
+                raise CorruptRecordError(
+                    f"Log entry at position {position} (offset {offset}): only {len(view)} header bytes "
+                    f"supplied, at least {min(total, MAX_HEADER_SIZE)} needed"
+                )
             self._crc, _, self._attrs = _LEGACY_HEADER.unpack_from(view, LEGACY_CRC_OFFSET)
             if magic == MAGIC_V1:
                 # size >= 14 guarantees 26 bytes, enough for the timestamp even when the message
@@ -241,8 +248,7 @@ class RecordBatch:
             return self._offset
         if self._attrs & COMPRESSION_CODEC_MASK == 0:
             return self._offset
-        inner = self._legacy_inner()
-        return inner.offsets[0]
+        return self._legacy_inner()[0]
 
     @property
     def last_offset(self) -> int:
@@ -378,7 +384,7 @@ class RecordBatch:
         """Number of records; decompresses a legacy compressed wrapper to count its messages."""
         n = self.count_or_none
         if n is None:
-            return len(self._legacy_inner())
+            return self._legacy_inner()[1]
         return n
 
     @property
@@ -430,10 +436,11 @@ class RecordBatch:
 
     # --- deep access ------------------------------------------------------------------------------
 
-    def _legacy_inner(self) -> RecordColumns:
+    def _legacy_inner(self) -> tuple[int, int]:
         inner = self._inner
         if inner is None:
-            inner = self._inner = legacy.decode_entry(self._full(), self._pos)
+            columns = legacy.decode_entry(self._full(), self._pos)
+            inner = self._inner = (columns.offsets[0], len(columns))
         return inner
 
     def decode_columns(self) -> RecordColumns:
@@ -457,7 +464,10 @@ class RecordBatch:
                     f"Record at position {self._pos} (offset {self._offset}) is shorter "
                     f"({self._size - LOG_OVERHEAD} bytes) than the v{magic} record overhead"
                 )
-            return self._legacy_inner()
+            columns = legacy.decode_entry(self._full(), self._pos)
+            if self._inner is None:
+                self._inner = (columns.offsets[0], len(columns))
+            return columns
         raise CorruptRecordError(
             f"Log entry at position {self._pos} (offset {self._offset}) has unsupported magic {magic}"
         )

@@ -116,11 +116,9 @@ def decode_records_area(
     zz = _ZZ1
     zz2 = _ZZ2
     end = len(data)
-    record_start = pos
     index = 0
     try:
         for index in range(count):
-            record_start = pos
             b = data[pos]
             if b < 0x80:
                 rec_end = pos + 1 + zz[b]
@@ -201,16 +199,16 @@ def decode_records_area(
                 pos += 1
             if pos != rec_end:
                 raise InvalidRecordError(
-                    f"Invalid record size: expected to read {rec_end - record_start} bytes in record "
-                    f"(length field included), but instead read {pos - record_start}"
+                    f"Invalid record size: the record ends at byte {pos} of the records data, but its "
+                    f"length field says byte {rec_end}"
                 )
     except IndexError:
         raise InvalidRecordError(
-            f"Incorrect declared batch size, premature EOF reached ({where}, record {index} at byte "
-            f"{record_start} of the records data)"
+            f"Incorrect declared batch size, premature EOF reached ({where}, record {index}, "
+            f"offset delta {deltas[-1] if deltas else 'n/a'} read last)"
         ) from None
     except InvalidRecordError as e:
-        raise InvalidRecordError(f"{e} ({where}, record {index} at byte {record_start})") from None
+        raise InvalidRecordError(f"{e} ({where}, record {index})") from None
     # Slices never fail, so a record running past the end is only visible here: pos never decreases.
     if pos > end:
         raise InvalidRecordError(

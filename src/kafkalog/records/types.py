@@ -216,10 +216,32 @@ class RecordColumns:
         n = len(self.offsets)
         checksums: list[int] | list[None] = self.checksums or [None] * n
         ts_types = self.timestamp_types or [self.timestamp_type] * n
-        return [
-            Record(o, t, tt, k, v, h, s, c)
-            for o, t, tt, k, v, h, s, c in zip(
-                self.offsets, self.timestamps, ts_types, self.keys, self.values, self.headers,
-                self.sequences, checksums, strict=True,
-            )
-        ]
+        # Filling the slots directly is 2-3x faster than the frozen dataclass __init__ (which goes
+        # through object.__setattr__ per field); the result is an ordinary, equal Record.
+        new = object.__new__
+        cls = Record
+        set_o, set_t, set_tt, set_k, set_v, set_h, set_s, set_c = _RECORD_SLOT_SETTERS
+        out = []
+        add = out.append
+        for o, t, tt, k, v, h, sq, c in zip(
+            self.offsets, self.timestamps, ts_types, self.keys, self.values, self.headers, self.sequences,
+            checksums, strict=True,
+        ):
+            r = new(cls)
+            set_o(r, o)
+            set_t(r, t)
+            set_tt(r, tt)
+            set_k(r, k)
+            set_v(r, v)
+            set_h(r, h)
+            set_s(r, sq)
+            set_c(r, c)
+            add(r)
+        return out
+
+
+_RECORD_SLOT_SETTERS = tuple(
+    getattr(Record, name).__set__
+    for name in ("offset", "timestamp", "timestamp_type", "key", "value", "headers", "sequence", "checksum")
+)
+assert len(_RECORD_SLOT_SETTERS) == len(Record.__slots__)
