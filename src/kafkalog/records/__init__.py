@@ -1,8 +1,4 @@
-"""kafkalog.records: Kafka's record formats, bytes <-> objects, no I/O.
-
-``validator.py`` (LogValidator, another engineer's module) is deliberately not imported here yet;
-import it as ``kafkalog.records.validator`` until it is added to these re-exports.
-"""
+"""kafkalog.records: Kafka's record formats, bytes <-> objects, no I/O."""
 
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.compression import compress, decompress
@@ -33,6 +29,14 @@ from kafkalog.records.types import (
     SimpleRecord,
     TimestampType,
 )
+from kafkalog.records.validator import (
+    AppendOrigin,
+    LogAppendInfo,
+    ValidationResult,
+    ValidatorConfig,
+    analyze_and_validate_records,
+    validate_messages_and_assign_offsets,
+)
 
 __all__ = [
     "CURRENT_MAGIC",
@@ -50,11 +54,13 @@ __all__ = [
     "NO_SEQUENCE",
     "NO_TIMESTAMP",
     "RECORD_BATCH_OVERHEAD",
+    "AppendOrigin",
     "CompressionType",
     "ControlRecordType",
     "EndTransactionMarker",
     "Header",
     "LegacyMessage",
+    "LogAppendInfo",
     "MemoryRecords",
     "MemoryRecordsBuilder",
     "Record",
@@ -63,9 +69,13 @@ __all__ = [
     "RecordsInfo",
     "SimpleRecord",
     "TimestampType",
+    "ValidationResult",
+    "ValidatorConfig",
+    "analyze_and_validate_records",
     "compress",
     "control_record_key",
     "decompress",
     "iter_batches",
     "parse_control_record_type",
+    "validate_messages_and_assign_offsets",
 ]
