@@ -1,0 +1,349 @@
+"""Batch reads: offset-range planning (driver) and the Arrow read of one range (executor).
+
+Planning follows Spark's Kafka source: resolve ``startingOffsets``/``endingOffsets`` (or their
+timestamp variants) per topic-partition, check them against the log start offset
+(``failOnDataLoss``), narrow them with pushed filters, then split big ranges for
+``minPartitions``/``maxRecordsPerPartition`` (``KafkaOffsetRangeCalculator``'s arithmetic, with
+split points moved back to batch boundaries).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+
+from kafkalog.errors import InvalidConfigError, OffsetOutOfRangeError
+from kafkalog.spark.arrow import ColumnBuilder
+from kafkalog.spark.catalog import TopicCatalog, iter_batches, open_partition
+from kafkalog.spark.options import (
+    EARLIEST,
+    FAIL_ON_DATA_LOSS,
+    LATEST,
+    OffsetRangeLimit,
+    SourceOptions,
+    TopicPartition,
+    user_errors,
+    user_errors_iter,
+)
+from kafkalog.spark.pushdown import Constraints, split_filters
+
+__all__ = [
+    "KafkaLogBatchReader",
+    "KafkaLogInputPartition",
+    "OffsetRange",
+    "divide_ranges",
+    "plan_batch_ranges",
+    "read_range",
+    "resolve_limit",
+]
+
+log = logging.getLogger(__name__)
+
+# Rows per emitted Arrow batch: big enough to amortise per-batch costs, small enough to bound memory.
+ARROW_BATCH_ROWS = 65536
+ARROW_BATCH_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRange:
+    """Records [from_offset, until_offset) of one topic-partition (Spark's ``KafkaOffsetRange``)."""
+
+    topic: str
+    partition: int
+    from_offset: int
+    until_offset: int
+
+    @property
+    def size(self) -> int:
+        return self.until_offset - self.from_offset
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaLogInputPartition(InputPartition):
+    """One Spark task: one offset range of one partition, plus what the executor needs to read it."""
+
+    path: str
+    topic: str
+    partition: int
+    from_offset: int
+    until_offset: int
+    include_headers: bool = False
+    read_committed: bool = False
+    fail_on_data_loss: bool = True
+
+    @classmethod
+    def of(cls, r: OffsetRange, opts: SourceOptions) -> KafkaLogInputPartition:
+        return cls(opts.path, r.topic, r.partition, r.from_offset, r.until_offset, opts.include_headers,
+                   opts.read_committed, opts.fail_on_data_loss)
+
+
+def data_loss_message(tp: TopicPartition, wanted: int, available: int) -> str:
+    return (
+        f"Cannot read offset {wanted} of {tp[0]}-{tp[1]}: the log now starts at offset {available}. "
+        "Some data may have been lost because it is not available any more: either it was aged out by "
+        "retention or the topic was deleted before all its data was processed. If you don't want the "
+        f"query to fail in such cases, set the source option '{FAIL_ON_DATA_LOSS}' to 'false'."
+    )
+
+
+# --- offset resolution ---------------------------------------------------------------------------
+
+
+def resolve_limit(
+    catalog: TopicCatalog,
+    limit: OffsetRangeLimit,
+    tps: Sequence[TopicPartition],
+    *,
+    starting: bool,
+    read_committed: bool,
+) -> dict[TopicPartition, int]:
+    """Offsets a range limit designates for ``tps`` (Spark's ``fetchPartitionOffsets``)."""
+    if limit.kind == "earliest":
+        return {tp: catalog.earliest(tp) for tp in tps}
+    if limit.kind == "latest":
+        return {tp: catalog.latest(tp, read_committed) for tp in tps}
+    if limit.kind == "specific":
+        given = limit.as_map()
+        if set(given) != set(tps):
+            raise InvalidConfigError(
+                f"kafkalog option '{limit.option}': if it contains specific offsets it must name all "
+                "topic-partitions (use -1 for latest, -2 for earliest). "
+                f"Specified: {_tp_list(given)}; subscribed: {_tp_list(tps)}"
+            )
+        out = {}
+        for tp, off in given.items():
+            if off == EARLIEST:
+                out[tp] = catalog.earliest(tp)
+            elif off == LATEST:
+                out[tp] = catalog.latest(tp, read_committed)
+            else:
+                out[tp] = off
+        return out
+    # by timestamp
+    if limit.kind == "timestamp":
+        timestamps = limit.as_map()
+        if set(timestamps) != set(tps):
+            raise InvalidConfigError(
+                f"kafkalog option '{limit.option}': it must name all topic-partitions. "
+                f"Specified: {_tp_list(timestamps)}; subscribed: {_tp_list(tps)}"
+            )
+    else:
+        assert limit.timestamp is not None
+        timestamps = dict.fromkeys(tps, limit.timestamp)
+    out = {}
+    for tp in tps:
+        ts = timestamps[tp]
+        found = catalog.offset_for_timestamp(tp, ts)
+        latest = catalog.latest(tp, read_committed)
+        if found is None:
+            # No record with a timestamp >= ts: Kafka answers "no offset".
+            if starting and limit.on_no_match == "error":
+                raise InvalidConfigError(
+                    f"kafkalog option '{limit.option}': no offset of {tp[0]}-{tp[1]} has a timestamp >= {ts} "
+                    "(set startingOffsetsByTimestampStrategy=latest to start at the latest offset instead)"
+                )
+            out[tp] = latest
+        else:
+            # Under read_committed, an offset past the LSO is not visible yet.
+            out[tp] = min(found, latest)
+    return out
+
+
+def _tp_list(tps: object) -> str:
+    return "[" + ", ".join(f"{t}-{p}" for t, p in sorted(tps)) + "]"  # type: ignore[call-overload]
+
+
+def check_data_loss(
+    tp: TopicPartition, from_offset: int, earliest: int, fail_on_data_loss: bool
+) -> int:
+    """The offset to start at given the log start offset: fail, or skip what is gone."""
+    if from_offset < earliest:
+        if fail_on_data_loss:
+            raise OffsetOutOfRangeError(data_loss_message(tp, from_offset, earliest))
+        log.warning("%s; skipping to %d", data_loss_message(tp, from_offset, earliest), earliest)
+        return earliest
+    return from_offset
+
+
+# --- range planning ------------------------------------------------------------------------------
+
+
+def narrow(
+    catalog: TopicCatalog, r: OffsetRange, constraints: Constraints
+) -> list[OffsetRange]:
+    """Apply pushed filters to one range: offsets exactly, a timestamp lower bound via the time index."""
+    if constraints.is_trivial:
+        return [r]
+    if not constraints.wants_topic(r.topic) or not constraints.partition.contains(r.partition):
+        return []
+    start, end = r.from_offset, r.until_offset
+    if constraints.min_timestamp_ms is not None and start < end:
+        found = catalog.offset_for_timestamp(r.topic_partition, constraints.min_timestamp_ms)
+        start = end if found is None else max(start, found)
+    return [OffsetRange(r.topic, r.partition, lo, hi)
+            for lo, hi in constraints.offset.ranges_within(start, end)]
+
+
+def plan_batch_ranges(
+    catalog: TopicCatalog, opts: SourceOptions, constraints: Constraints | None = None
+) -> list[OffsetRange]:
+    """Every offset range a batch query reads, before splitting."""
+    constraints = constraints or Constraints()
+    tps = [tp for tp in catalog.topic_partitions(opts.subscription)
+           if constraints.wants_topic(tp[0]) and constraints.partition.contains(tp[1])]
+    starts = resolve_limit(catalog, opts.starting, tps, starting=True, read_committed=opts.read_committed)
+    ends = resolve_limit(catalog, opts.ending, tps, starting=False, read_committed=opts.read_committed)
+    ranges = []
+    for tp in tps:
+        start, end = starts[tp], ends[tp]
+        latest = catalog.latest(tp, opts.read_committed)
+        if end > latest:
+            if opts.fail_on_data_loss:
+                raise OffsetOutOfRangeError(
+                    f"kafkalog option '{opts.ending.option}': ending offset {end} of {tp[0]}-{tp[1]} is "
+                    f"beyond the latest offset {latest} (set '{FAIL_ON_DATA_LOSS}' to 'false' to read up "
+                    "to it)"
+                )
+            end = latest
+        if start > end:
+            raise InvalidConfigError(
+                f"Beginning offset {start} is after the ending offset {end} for {tp[0]}-{tp[1]}: "
+                "either the starting offsets are invalid or the topic has been damaged"
+            )
+        r = OffsetRange(tp[0], tp[1], start, end)
+        for piece in narrow(catalog, r, constraints):
+            if piece.size > 0:
+                begin = check_data_loss(tp, piece.from_offset, catalog.earliest(tp), opts.fail_on_data_loss)
+                if begin < piece.until_offset:
+                    ranges.append(OffsetRange(tp[0], tp[1], begin, piece.until_offset))
+    return ranges
+
+
+def _divide(r: OffsetRange, parts: int, catalog: TopicCatalog | None) -> list[OffsetRange]:
+    """``getDividedPartition``: ``parts`` near-equal pieces, each split point moved back to a batch
+    boundary when one lies strictly between its neighbours."""
+    if parts <= 1:
+        return [r]
+    points = []
+    remaining, start = r.size, r.from_offset
+    for part in range(parts - 1):
+        this = remaining // (parts - part)
+        remaining -= this
+        start = min(start + this, r.until_offset)
+        points.append(start)
+    if catalog is not None:
+        snapped = []
+        prev = r.from_offset
+        for i, x in enumerate(points):
+            nxt = points[i + 1] if i + 1 < len(points) else r.until_offset
+            b = catalog.batch_boundary(r.topic_partition, x - 1)
+            snapped.append(b if prev < b < nxt else x)
+            prev = snapped[-1]
+        points = snapped
+    bounds = [r.from_offset, *points, r.until_offset]
+    return [OffsetRange(r.topic, r.partition, a, b) for a, b in pairwise(bounds) if b > a]
+
+
+def divide_ranges(
+    ranges: Sequence[OffsetRange],
+    min_partitions: int | None,
+    max_records_per_partition: int | None,
+    catalog: TopicCatalog | None = None,
+) -> list[OffsetRange]:
+    """Spark's ``KafkaOffsetRangeCalculator.getRanges``: split ranges so there are at least
+    ``min_partitions`` and none holds more than ``max_records_per_partition`` offsets."""
+    ranges = [r for r in ranges if r.size > 0]
+    if (min_partitions is None or len(ranges) >= min_partitions) and max_records_per_partition is None:
+        return ranges
+    if max_records_per_partition is not None:
+        ranges = [piece for r in ranges
+                  for piece in _divide(r, -(-r.size // max_records_per_partition), catalog)]
+    if min_partitions is None or min_partitions <= len(ranges):
+        return ranges
+    total = sum(r.size for r in ranges)
+
+    def part_count(size: int, total_size: int, min_parts: int) -> int:
+        # Math.round in Scala rounds half up.
+        return max(int(size / total_size * min_parts + 0.5), 1) if total_size else 1
+
+    unsplit = [r for r in ranges if part_count(r.size, total, min_partitions) == 1]
+    split_total = total - sum(r.size for r in unsplit)
+    split_min = max(min_partitions - len(unsplit), 1)
+    return [piece for r in ranges
+            for piece in _divide(r, part_count(r.size, split_total, split_min), catalog)]
+
+
+# --- executor side -------------------------------------------------------------------------------
+
+
+def read_range(part: KafkaLogInputPartition) -> Iterator[pa.RecordBatch]:
+    """The records of one input partition as Arrow record batches, decoded batch by batch."""
+    tp = (part.topic, part.partition)
+    plog, closer = open_partition(part.path, part.topic, part.partition)
+    try:
+        start = check_data_loss(tp, part.from_offset, plog.log_start_offset, part.fail_on_data_loss)
+        end = part.until_offset
+        if start >= end:
+            return
+        builder = ColumnBuilder(part.topic, part.partition, part.include_headers)
+        pending_bytes = 0
+        for batch in iter_batches(plog, start, end, part.read_committed):
+            if batch.last_offset < start:
+                continue
+            if batch.base_offset >= end:
+                break
+            if batch.is_control:
+                continue
+            added = builder.add(batch.decode_columns(), start, end)
+            if added:
+                pending_bytes += batch.size_in_bytes
+                if len(builder) >= ARROW_BATCH_ROWS or pending_bytes >= ARROW_BATCH_BYTES:
+                    out = builder.build()
+                    pending_bytes = 0
+                    if out is not None:
+                        yield out
+        out = builder.build()
+        if out is not None:
+            yield out
+    finally:
+        closer.close()  # type: ignore[attr-defined]
+
+
+class KafkaLogBatchReader(DataSourceReader):
+    """``spark.read.format("kafkalog")``: plans offset ranges, reads them as Arrow."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self.constraints = Constraints()
+
+    @user_errors
+    def pushFilters(self, filters: list) -> list:
+        # Not a generator: the constraints must be recorded even if Spark never iterates the result.
+        self.constraints, remaining = split_filters(filters)
+        return remaining
+
+    def plan(self) -> list[OffsetRange]:
+        """The offset ranges of this read (what ``partitions()`` turns into input partitions)."""
+        with TopicCatalog(self.opts.path) as catalog:
+            ranges = plan_batch_ranges(catalog, self.opts, self.constraints)
+            return divide_ranges(ranges, self.opts.min_partitions, self.opts.max_records_per_partition,
+                                 catalog)
+
+    @user_errors
+    def partitions(self) -> list[InputPartition]:
+        return [KafkaLogInputPartition.of(r, self.opts) for r in self.plan()]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, KafkaLogInputPartition):
+            # Spark substitutes InputPartition(None) when there is nothing to read.
+            return iter(())
+        return user_errors_iter(read_range(partition))

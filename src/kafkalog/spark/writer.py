@@ -1,0 +1,444 @@
+"""``df.write.format("kafkalog")`` and ``writeStream``: rows to record batches, through the leader path.
+
+Columns are those of Spark's Kafka sink: ``value`` (required, binary or string), ``key`` (binary or
+string), ``headers`` (``array<struct<key:string,value:binary>>``), ``topic`` (string; the ``topic``
+option overrides it), ``partition`` (int; else Kafka's default partitioner: murmur2 of the key, a
+sticky partition for keyless records) and ``timestamp`` (timestamp; else the time of the write).
+Other columns are ignored, as Spark's Kafka sink ignores them.
+
+Each task groups its rows by topic-partition and appends whole batches with
+``Log.append_as_leader`` (so the topic's compression, message format and timestamp type apply,
+exactly as for a produce request). Appends to one partition, from any task of any process, are
+serialised by ``fcntl.flock`` on a lock file inside the partition directory: take the lock, open
+the log, append, close, release. A task's batches are therefore never interleaved with another's.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+
+from kafkalog.clock import SYSTEM_TIME
+from kafkalog.errors import (
+    InvalidConfigError,
+    InvalidRecordError,
+    KafkaLogError,
+    UnknownTopicOrPartitionError,
+    UnsupportedForMessageFormatError,
+)
+from kafkalog.records import MAGIC_V0, MAGIC_V2, CompressionType, Header, MemoryRecordsBuilder, TimestampType
+from kafkalog.spark.options import CREATE_TOPIC_PARTITIONS, TOPIC, SinkOptions, user_errors
+from kafkalog.storage.partitioner import StickyPartitioner, partition_for_key
+
+if TYPE_CHECKING:
+    from kafkalog.storage.config import LogConfig
+
+__all__ = [
+    "APPEND_LOCK_FILE",
+    "KafkaLogCommitMessage",
+    "KafkaLogStreamWriter",
+    "KafkaLogWriter",
+    "WriteSchema",
+    "partition_lock",
+    "validate_write_schema",
+]
+
+log = logging.getLogger(__name__)
+
+# Inside the partition directory: Kafka's loader only looks at its own suffixes, and a lock file is
+# never a sub-directory (every sub-directory of a data dir is taken for a partition).
+APPEND_LOCK_FILE = ".kafkalog-append.lock"
+
+# Rows buffered per partition before an append (keeps memory bounded, amortises the open).
+FLUSH_BYTES = 8 * 1024 * 1024
+# Kafka's producer batch.size: keyless records stick to one partition for this many bytes.
+STICKY_BATCH_BYTES = 16384
+# Per-record overhead estimate (v2: varints, attributes, deltas) used to keep batches below
+# max.message.bytes.
+RECORD_OVERHEAD_ESTIMATE = 32
+BATCH_OVERHEAD = 61
+
+
+# --- schema validation (driver) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSchema:
+    """Which sink columns the DataFrame has (names as in the DataFrame)."""
+
+    has_key: bool
+    has_headers: bool
+    has_topic: bool
+    has_partition: bool
+    has_timestamp: bool
+
+
+def validate_write_schema(schema: Any, opts: SinkOptions) -> WriteSchema:
+    """Spark's ``KafkaWriter.validateQuery``: one clear error per problem, naming the column."""
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        StringType,
+        StructType,
+        TimestampNTZType,
+    )
+    from pyspark.sql.types import (
+        TimestampType as SparkTimestamp,
+    )
+
+    fields = {f.name.lower(): f for f in schema.fields}
+
+    def check(name: str, allowed: tuple, expected: str) -> bool:
+        f = fields.get(name)
+        if f is None:
+            return False
+        if not isinstance(f.dataType, allowed):
+            raise InvalidConfigError(
+                f"kafkalog sink: column '{f.name}' must be {expected}, but it is {f.dataType.simpleString()}"
+            )
+        return True
+
+    if not check("value", (BinaryType, StringType), "string or binary"):
+        raise InvalidConfigError(
+            "kafkalog sink: required column 'value' not found (columns: "
+            f"{', '.join(f.name for f in schema.fields)})"
+        )
+    has_key = check("key", (BinaryType, StringType), "string or binary")
+    has_topic = check("topic", (StringType,), "string")
+    if not has_topic and opts.topic is None:
+        raise InvalidConfigError(
+            f"kafkalog sink: topic not specified: add a 'topic' column or set the '{TOPIC}' option"
+        )
+    has_partition = check("partition", (IntegerType,), "int")
+    has_timestamp = check("timestamp", (SparkTimestamp, TimestampNTZType), "timestamp")
+    has_headers = False
+    if "headers" in fields:
+        dt = fields["headers"].dataType
+        ok = (
+            isinstance(dt, ArrayType)
+            and isinstance(dt.elementType, StructType)
+            and [f.name for f in dt.elementType.fields] == ["key", "value"]
+            and isinstance(dt.elementType.fields[0].dataType, StringType)
+            and isinstance(dt.elementType.fields[1].dataType, BinaryType)
+        )
+        if not ok:
+            raise InvalidConfigError(
+                "kafkalog sink: column 'headers' must be array<struct<key:string,value:binary>>, "
+                f"but it is {dt.simpleString()}"
+            )
+        has_headers = True
+    return WriteSchema(has_key, has_headers, has_topic, has_partition, has_timestamp)
+
+
+# --- storage access ------------------------------------------------------------------------------
+
+
+@contextmanager
+def partition_lock(partition_dir: Path) -> Iterator[None]:
+    """Exclusive OS lock of one partition's appends (blocks until free; released on exit or death)."""
+    fd = os.open(partition_dir / APPEND_LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+@contextmanager
+def _data_dir_lock(path: str) -> Iterator[None]:
+    """Serialises topic creation between tasks (a file at the top of the data dir, not a directory)."""
+    fd = os.open(Path(path) / ".kafkalog-create-topic.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@dataclass(slots=True)
+class _TopicInfo:
+    config: LogConfig
+    num_partitions: int
+    partitioner: StickyPartitioner
+
+
+def _describe_topic(path: str, topic: str, create_partitions: int | None) -> tuple[LogConfig, int]:
+    """The topic's config and partition count; creates the topic if asked to and it is missing."""
+    from kafkalog.storage.log_manager import LogManager
+
+    with LogManager(Path(path), read_only=True) as lm:
+        if topic in lm.topics():
+            return lm.topic_config(topic), len(lm.partitions(topic))
+    if create_partitions is None:
+        raise UnknownTopicOrPartitionError(
+            f"kafkalog sink: topic '{topic}' does not exist in {path} (create it first, or set the "
+            f"'{CREATE_TOPIC_PARTITIONS}' option to create it with that many partitions)"
+        )
+    with _data_dir_lock(path), LogManager(Path(path)) as lm:
+        if topic not in lm.topics():
+            lm.create_topic(topic, create_partitions)
+        return lm.topic_config(topic), len(lm.partitions(topic))
+
+
+def _append_batches(path: str, topic: str, partition: int, config: LogConfig, batches: list) -> None:
+    """Append built MemoryRecords to one partition under its lock, through the leader path."""
+    from kafkalog.storage.log import Log
+
+    partition_dir = Path(path) / f"{topic}-{partition}"
+    if not partition_dir.is_dir():
+        raise UnknownTopicOrPartitionError(
+            f"kafkalog sink: partition directory {partition_dir} does not exist")
+    with partition_lock(partition_dir):
+        plog = Log.open(partition_dir, config, had_clean_shutdown=False)
+        try:
+            for records in batches:
+                plog.append_as_leader(records, leader_epoch=0)
+            plog.flush()
+        finally:
+            plog.close()
+
+
+# --- the per-task write ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaLogCommitMessage(WriterCommitMessage):
+    """What one task wrote: records and batches per topic-partition."""
+
+    records: int = 0
+    batches: int = 0
+    partitions: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, records)
+
+
+@dataclass(slots=True)
+class _Pending:
+    timestamps: list[int] = field(default_factory=list)
+    keys: list[bytes | None] = field(default_factory=list)
+    values: list[bytes | None] = field(default_factory=list)
+    headers: list[tuple[Header, ...]] = field(default_factory=list)
+    size: int = 0
+
+
+def _binary_list(col: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        col = pc.cast(col, pa.binary() if pa.types.is_string(col.type) else pa.large_binary())
+    return col.to_pylist()
+
+
+class _WriteTask:
+    """Rows of one Spark task, grouped by topic-partition and appended in whole batches."""
+
+    def __init__(self, opts: SinkOptions, layout: WriteSchema) -> None:
+        self.opts = opts
+        self.layout = layout
+        self.topics: dict[str, _TopicInfo] = {}
+        self.pending: dict[tuple[str, int], _Pending] = {}
+        self.written: dict[tuple[str, int], int] = {}
+        self.batches = 0
+        self.codec = CompressionType.for_name(opts.compression_type)
+
+    def _topic(self, name: str) -> _TopicInfo:
+        info = self.topics.get(name)
+        if info is None:
+            config, n = _describe_topic(self.opts.path, name, self.opts.create_topic_partitions)
+            sticky = StickyPartitioner(n, sticky_batch_size=STICKY_BATCH_BYTES)
+            info = self.topics[name] = _TopicInfo(config, n, sticky)
+        return info
+
+    def add(self, rb: pa.RecordBatch) -> None:
+        n = rb.num_rows
+        if n == 0:
+            return
+        names = {name.lower(): i for i, name in enumerate(rb.schema.names)}
+
+        def column(name: str) -> pa.Array | None:
+            i = names.get(name)
+            return None if i is None else rb.column(i)
+
+        values = _binary_list(column("value"))
+        keys = _binary_list(column("key")) if self.layout.has_key else [None] * n
+        if self.opts.topic is not None:
+            topics: list[str | None] = [self.opts.topic] * n
+        else:
+            topics = column("topic").to_pylist()
+        partitions = column("partition").to_pylist() if self.layout.has_partition else [None] * n
+        now = SYSTEM_TIME.milliseconds()
+        if self.layout.has_timestamp:
+            ts_col = column("timestamp")
+            us = pc.cast(ts_col, pa.int64()) if not pa.types.is_int64(ts_col.type) else ts_col
+            timestamps = [now if t is None else t // 1000 for t in us.to_pylist()]
+        else:
+            timestamps = [now] * n
+        if self.layout.has_headers:
+            headers = [
+                () if hs is None else tuple(Header(h["key"], h["value"]) for h in hs)
+                for hs in column("headers").to_pylist()
+            ]
+        else:
+            headers = [()] * n
+
+        for i in range(n):
+            topic = topics[i]
+            if topic is None:
+                raise InvalidRecordError(
+                    "kafkalog sink: null topic present in the data. Use the topic option for setting a topic."
+                )
+            info = self._topic(topic)
+            key, value = keys[i], values[i]
+            p = partitions[i]
+            if p is None:
+                if key is not None:
+                    p = partition_for_key(key, info.num_partitions)
+                else:
+                    p = info.partitioner.partition(None)
+                    info.partitioner.record_appended(len(value or b""))
+            elif not 0 <= p < info.num_partitions:
+                raise InvalidRecordError(
+                    f"kafkalog sink: invalid partition {p} for topic '{topic}': it has partitions "
+                    f"0..{info.num_partitions - 1}"
+                )
+            tp = (topic, p)
+            pend = self.pending.get(tp)
+            if pend is None:
+                pend = self.pending[tp] = _Pending()
+            pend.timestamps.append(timestamps[i])
+            pend.keys.append(key)
+            pend.values.append(value)
+            pend.headers.append(headers[i])
+            pend.size += len(value or b"") + len(key or b"") + RECORD_OVERHEAD_ESTIMATE
+            if pend.size >= FLUSH_BYTES:
+                self.flush(tp)
+
+    def _build(self, info: _TopicInfo, pend: _Pending) -> list:
+        """MemoryRecords batches of the pending rows, each below the topic's max.message.bytes."""
+        config = info.config
+        magic = config.target_magic
+        codec = self.codec
+        if codec is CompressionType.ZSTD and magic < MAGIC_V2:
+            codec = CompressionType.NONE  # a producer for an old format cannot use zstd either
+        ts_type = TimestampType.NO_TIMESTAMP_TYPE if magic == MAGIC_V0 else TimestampType.CREATE_TIME
+        limit = int(config.max_message_bytes * 0.9) - BATCH_OVERHEAD
+        out = []
+        builder = None
+        size = 0
+        for ts, key, value, hs in zip(pend.timestamps, pend.keys, pend.values, pend.headers, strict=True):
+            if hs and magic < MAGIC_V2:
+                raise UnsupportedForMessageFormatError(
+                    f"kafkalog sink: record headers need message format v2, but the topic is written in "
+                    f"v{magic} "
+                    f"(message.format.version={config.message_format_version})"
+                )
+            rec = len(value or b"") + len(key or b"") + RECORD_OVERHEAD_ESTIMATE + sum(
+                len(h.key) + len(h.value or b"") + 8 for h in hs)
+            if builder is not None and size + rec > limit:
+                out.append(builder.build())
+                builder = None
+            if builder is None:
+                builder = MemoryRecordsBuilder(magic, codec, ts_type, 0)
+                size = 0
+            builder.append(ts if magic > MAGIC_V0 else -1, key, value, hs)
+            size += rec
+        if builder is not None:
+            out.append(builder.build())
+        return out
+
+    def flush(self, tp: tuple[str, int]) -> None:
+        pend = self.pending.pop(tp, None)
+        if pend is None or not pend.values:
+            return
+        info = self._topic(tp[0])
+        batches = self._build(info, pend)
+        _append_batches(self.opts.path, tp[0], tp[1], info.config, batches)
+        self.batches += len(batches)
+        self.written[tp] = self.written.get(tp, 0) + len(pend.values)
+
+    def finish(self) -> KafkaLogCommitMessage:
+        for tp in sorted(self.pending):
+            self.flush(tp)
+        return KafkaLogCommitMessage(
+            records=sum(self.written.values()),
+            batches=self.batches,
+            partitions=tuple((t, p, n) for (t, p), n in sorted(self.written.items())),
+        )
+
+
+def _write(
+    opts: SinkOptions, layout: WriteSchema, iterator: Iterator[pa.RecordBatch]
+) -> KafkaLogCommitMessage:
+    task = _WriteTask(opts, layout)
+    try:
+        for rb in iterator:
+            task.add(rb)
+        return task.finish()
+    except KafkaLogError:
+        raise
+    except (OSError, ValueError) as e:
+        raise KafkaLogError(f"kafkalog sink: write to {opts.path} failed: {e}") from e
+
+
+def prepare_write(opts: SinkOptions, schema: Any) -> WriteSchema:
+    """Driver-side checks before any task runs: the schema, and the ``topic`` option's topic."""
+    layout = validate_write_schema(schema, opts)
+    if opts.topic is not None:
+        config, _ = _describe_topic(opts.path, opts.topic, opts.create_topic_partitions)
+        if layout.has_headers and config.target_magic < MAGIC_V2:
+            raise UnsupportedForMessageFormatError(
+                f"kafkalog sink: topic '{opts.topic}' uses message format v{config.target_magic}, which "
+                "has no record headers; drop the 'headers' column"
+            )
+    return layout
+
+
+class KafkaLogWriter(DataSourceArrowWriter):
+    """Batch sink (``df.write.format("kafkalog").mode("append")``). At-least-once, like Kafka's sink:
+    a retried task appends its rows again."""
+
+    def __init__(self, opts: SinkOptions, layout: WriteSchema) -> None:
+        self.opts = opts
+        self.layout = layout
+
+    @user_errors
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
+        return _write(self.opts, self.layout, iterator)
+
+    def commit(self, messages: list) -> None:
+        total = sum(m.records for m in messages if isinstance(m, KafkaLogCommitMessage))
+        log.info("kafkalog sink: %d records written to %s", total, self.opts.path)
+
+    def abort(self, messages: list) -> None:
+        # Appended batches cannot be taken back (Kafka's sink cannot either): at-least-once.
+        log.warning("kafkalog sink: write aborted; batches appended by finished tasks remain in the log")
+
+
+class KafkaLogStreamWriter(DataSourceStreamArrowWriter):
+    """Streaming sink (``writeStream.format("kafkalog")``), at-least-once per micro-batch."""
+
+    def __init__(self, opts: SinkOptions, layout: WriteSchema) -> None:
+        self.opts = opts
+        self.layout = layout
+
+    @user_errors
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaLogCommitMessage:
+        return _write(self.opts, self.layout, iterator)
+
+    def commit(self, messages: list, batchId: int) -> None:
+        total = sum(m.records for m in messages if isinstance(m, KafkaLogCommitMessage))
+        log.info("kafkalog sink: batch %d: %d records written to %s", batchId, total, self.opts.path)
+
+    def abort(self, messages: list, batchId: int) -> None:
+        log.warning("kafkalog sink: batch %d aborted; appended batches remain in the log", batchId)

@@ -1,0 +1,100 @@
+"""Range arithmetic that needs no Spark and no data: pushdown constraints, minPartitions splits,
+maxOffsetsPerTrigger shares, offset JSON."""
+
+from __future__ import annotations
+
+import datetime as dt
+import pickle
+
+from pyspark.sql.datasource import (
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNotNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringStartsWith,
+)
+
+from kafkalog.spark.pushdown import IntConstraint, split_filters
+from kafkalog.spark.reader import KafkaLogInputPartition, OffsetRange, divide_ranges
+from kafkalog.spark.stream import offsets_from_json, offsets_to_json, rate_limit
+
+UTC = dt.UTC
+
+
+def test_split_filters_offsets_partitions_topics_exact():
+    filters = [
+        IsNotNull(("offset",)),
+        In(("partition",), [1, 3]),
+        GreaterThanOrEqual(("offset",), 90),
+        LessThan(("offset",), 95),
+        EqualTo(("topic",), "t"),
+        StringStartsWith(("key",), "k"),
+        Not(EqualTo(("offset",), 3)),
+    ]
+    c, rest = split_filters(filters)
+    assert rest == [StringStartsWith(("key",), "k"), Not(EqualTo(("offset",), 3))]
+    assert c.topics == frozenset({"t"})
+    assert c.partition.values == frozenset({1, 3})
+    assert c.offset.ranges_within(0, 1000) == [(90, 95)]
+
+
+def test_split_filters_timestamp_lower_bound_only_and_handed_back():
+    x = dt.datetime(2024, 1, 1, 0, 0, 0, 1500, tzinfo=UTC)  # 1.5 ms past the second
+    ms = int(dt.datetime(2024, 1, 1, tzinfo=UTC).timestamp() * 1000)
+    for f, expected in [
+        (GreaterThanOrEqual(("timestamp",), x), ms + 2),
+        (GreaterThan(("timestamp",), x), ms + 2),
+        (EqualTo(("timestamp",), x), ms + 2),
+        (GreaterThan(("timestamp",), dt.datetime(2024, 1, 1, 0, 0, 0, 2000, tzinfo=UTC)), ms + 3),
+        (GreaterThanOrEqual(("timestamp",), dt.datetime(2024, 1, 1, 0, 0, 0, 2000, tzinfo=UTC)), ms + 2),
+        (LessThanOrEqual(("timestamp",), x), None),
+    ]:
+        c, rest = split_filters([f])
+        assert rest == [f]
+        assert c.min_timestamp_ms == expected, f
+
+
+def test_int_constraint_ranges():
+    c = IntConstraint().and_lo(5).and_hi(20).and_in([1, 6, 7, 8, 12, 30])
+    assert c.ranges_within(0, 100) == [(6, 9), (12, 13)]
+    assert c.ranges_within(7, 12) == [(7, 9)]
+    assert IntConstraint().and_lo(50).ranges_within(0, 10) == []
+
+
+def test_divide_ranges_like_spark():
+    r = [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 0, 10), OffsetRange("t", 2, 5, 5)]
+    # Enough partitions already: unchanged (empty ranges dropped).
+    assert divide_ranges(r, 2, None) == r[:2]
+    out = divide_ranges(r, 4, None)
+    # 100 of 110 offsets -> round(100/110*4)=4 parts... Spark excludes the unsplit small range first:
+    # unsplit = [t-1] (round(10/110*4)=0 -> 1), split_total=100, split_min=3 -> t-0 in 3 parts.
+    assert out == [OffsetRange("t", 0, 0, 33), OffsetRange("t", 0, 33, 66), OffsetRange("t", 0, 66, 100),
+                   OffsetRange("t", 1, 0, 10)]
+    # maxRecordsPerPartition=4 over 10 offsets: ceil(10/4) = 3 parts, the last takes the remainder.
+    assert divide_ranges([OffsetRange("t", 0, 0, 10)], None, 4) == [
+        OffsetRange("t", 0, 0, 3), OffsetRange("t", 0, 3, 6), OffsetRange("t", 0, 6, 10)]
+
+
+def test_rate_limit_proportional_and_no_starvation():
+    start = {("t", 0): 0, ("t", 1): 0}
+    until = {("t", 0): 1000, ("t", 1): 10, ("t", 2): 40}
+    out = rate_limit(100, start, until, {("t", 2): 30})
+    # sizes 1000, 10, 10 -> shares 98.0, 0.98 -> ceil 1, 0.98 -> 1
+    assert out == {("t", 0): 98, ("t", 1): 1, ("t", 2): 31}
+    assert rate_limit(100, start, {("t", 0): 0, ("t", 1): 0}, {}) == {("t", 0): 0, ("t", 1): 0}
+
+
+def test_offsets_json_round_trip():
+    offsets = {("b", 1): 5, ("a", 0): 7, ("a", 10): 1}
+    js = offsets_to_json(offsets)
+    assert js == {"a": {"0": 7, "10": 1}, "b": {"1": 5}}
+    assert offsets_from_json(js) == offsets
+
+
+def test_input_partition_pickles():
+    p = KafkaLogInputPartition("/d", "t", 3, 10, 20, True, False, True)
+    assert pickle.loads(pickle.dumps(p)) == p
