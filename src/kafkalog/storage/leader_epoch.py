@@ -1,0 +1,62 @@
+"""The leader-epoch cache: which leader epoch started at which offset (``leader-epoch-checkpoint``)."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from pathlib import Path
+
+from kafkalog.storage.checkpoint import LEADER_EPOCH_CHECKPOINT_FILE, EpochEntry, LeaderEpochCheckpointFile
+
+
+class LeaderEpochCache:
+    """(epoch, start offset) entries, epochs and offsets both increasing, persisted in Kafka's format."""
+
+    def __init__(self, partition_dir: Path) -> None:
+        self._file = LeaderEpochCheckpointFile(Path(partition_dir) / LEADER_EPOCH_CHECKPOINT_FILE)
+        self._lock = threading.Lock()
+        self._entries: list[EpochEntry] = self._file.read() if self._file.path.exists() else []
+        self._dirty = False
+
+    @property
+    def entries(self) -> list[EpochEntry]:
+        return list(self._entries)
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` starts at ``start_offset`` if it is newer than the latest epoch."""
+        with self._lock:
+            if self._entries and epoch <= self._entries[-1].epoch:
+                return
+            # Entries at or after the new start offset belonged to a log that was truncated away.
+            while self._entries and self._entries[-1].start_offset >= start_offset:
+                self._entries.pop()
+            self._entries.append(EpochEntry(epoch, start_offset))
+            self._dirty = True
+
+    def latest_epoch(self) -> int | None:
+        return self._entries[-1].epoch if self._entries else None
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        starts = [e.start_offset for e in self._entries]
+        i = bisect.bisect_right(starts, offset) - 1
+        return self._entries[i].epoch if i >= 0 else None
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Drop epochs that start at or after ``end_offset`` (the log was truncated there)."""
+        with self._lock:
+            before = len(self._entries)
+            self._entries = [e for e in self._entries if e.start_offset < end_offset]
+            self._dirty |= len(self._entries) != before
+        self.flush()
+
+    def clear_and_flush(self) -> None:
+        with self._lock:
+            self._entries = []
+            self._dirty = True
+        self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._dirty or not self._file.path.exists():
+                self._file.write(self._entries)
+                self._dirty = False

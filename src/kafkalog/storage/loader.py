@@ -1,0 +1,257 @@
+"""Opening a partition directory: Kafka's LogLoader (spec §8).
+
+Load order matters and follows Kafka: first a pass over the files (finish or undo interrupted
+deletes, cleanings and swaps, drop orphaned indexes), then every ``.log`` becomes a segment, then —
+only after an unclean shutdown — every segment from the recovery point on is recovered (indexes
+rebuilt, the log cut at the first invalid or torn batch, later segments deleted).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalog.clock import Time
+from kafkalog.errors import CorruptIndexError, InvalidOffsetError, KafkaStorageError, NoSuchFileError
+from kafkalog.records.batch import RecordBatch
+from kafkalog.storage.config import LogConfig
+from kafkalog.storage.leader_epoch import LeaderEpochCache
+from kafkalog.storage.log_segment import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    LogSegment,
+    LogSegments,
+    is_index_file,
+    log_file,
+    offset_from_file_name,
+    time_index_file,
+)
+from kafkalog.storage.producer_state import ProducerStateManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedLogOffsets:
+    log_start_offset: int
+    recovery_point: int
+    log_end_offset: int
+
+
+def open_segment(directory: Path, base_offset: int, config: LogConfig, time: Time, *,
+                 file_already_exists: bool, file_suffix: str = "", read_only: bool = False) -> LogSegment:
+    """A segment with the partition's configured index interval, index size, jitter and preallocation."""
+    return LogSegment.open(
+        directory, base_offset,
+        index_interval_bytes=config.index_interval_bytes,
+        max_index_size=config.segment_index_bytes,
+        roll_jitter_ms=0 if read_only else config.random_segment_jitter(),
+        time=time,
+        file_already_exists=file_already_exists,
+        init_file_size=0 if read_only else config.init_file_size,
+        preallocate=False if read_only else config.preallocate,
+        file_suffix=file_suffix,
+        read_only=read_only,
+    )
+
+
+class LogLoader:
+    """Turns a partition directory into a :class:`LogSegments` plus its offsets."""
+
+    def __init__(self, directory: Path, config: LogConfig, *, time: Time, read_only: bool,
+                 log_start_offset: int, recovery_point: int, had_clean_shutdown: bool = True,
+                 producer_state: ProducerStateManager,
+                 leader_epoch_cache: LeaderEpochCache | None = None) -> None:
+        self._dir = directory
+        self._config = config
+        self._time = time
+        self._read_only = read_only
+        self._log_start_offset = log_start_offset
+        self._recovery_point = recovery_point
+        self._had_clean_shutdown = had_clean_shutdown
+        self._producer_state = producer_state
+        self._epoch_cache = leader_epoch_cache
+        self._segments = LogSegments()
+
+    # --- read-only ----------------------------------------------------------------------------
+
+    def load_read_only(self) -> tuple[LogSegments, LoadedLogOffsets]:
+        """Segments as they are on disk; nothing written. Leftover suffixed files are ignored."""
+        for path in sorted(self._dir.glob(f"*{LOG_FILE_SUFFIX}")):
+            base = _offset_or_none(path.name)
+            if base is None:
+                continue
+            self._segments.add(open_segment(self._dir, base, self._config, self._time,
+                                            file_already_exists=True, read_only=True))
+        if self._segments.is_empty:
+            raise KafkaStorageError(f"Partition directory {self._dir} holds no log segments")
+        end = self._end_offset()
+        start = max(self._log_start_offset, self._segments.first_segment.base_offset)
+        self._rebuild_producer_state()
+        return self._segments, LoadedLogOffsets(start, min(self._recovery_point, end), end)
+
+    # --- read-write ---------------------------------------------------------------------------
+
+    def load(self) -> tuple[LogSegments, LoadedLogOffsets]:
+        self._remove_temp_files_and_finish_swaps()
+        self._load_segment_files()
+        if not self._had_clean_shutdown:
+            self._recover_from(self._recovery_point)
+        if self._segments.is_empty:
+            self._segments.add(open_segment(self._dir, self._log_start_offset, self._config, self._time,
+                                            file_already_exists=False))
+        end = self._end_offset()
+        if end < self._log_start_offset:
+            log.warning("Log end offset %d of %s is below its log start offset %d: starting fresh",
+                        end, self._dir, self._log_start_offset)
+            for segment in list(self._segments):
+                self._segments.remove(segment.base_offset)
+                segment.close()
+                segment.delete_if_exists()
+            self._segments.add(open_segment(self._dir, self._log_start_offset, self._config, self._time,
+                                            file_already_exists=False))
+            end = self._log_start_offset
+        self._segments.active_segment.resize_indexes(self._config.segment_index_bytes)
+        start = max(self._log_start_offset, self._segments.first_segment.base_offset)
+        recovery_point = end if self._had_clean_shutdown else min(self._recovery_point, end)
+        self._rebuild_producer_state()
+        return self._segments, LoadedLogOffsets(start, recovery_point, end)
+
+    def _end_offset(self) -> int:
+        return self._segments.active_segment.read_next_offset()
+
+    def _remove_temp_files_and_finish_swaps(self) -> None:
+        """Spec §8.2 steps 1-3."""
+        swap_files: list[Path] = []
+        cleaned_files: list[Path] = []
+        min_cleaned_offset = None
+        for path in sorted(self._dir.iterdir()):
+            if not path.is_file():
+                continue
+            name = path.name
+            if name.endswith(DELETED_FILE_SUFFIX):
+                if not name.endswith(".checkpoint" + DELETED_FILE_SUFFIX):
+                    path.unlink(missing_ok=True)
+            elif name.endswith(CLEANED_FILE_SUFFIX):
+                offset = _offset_or_none(name)
+                if offset is not None and (min_cleaned_offset is None or offset < min_cleaned_offset):
+                    min_cleaned_offset = offset
+                cleaned_files.append(path)
+            elif name.endswith(SWAP_FILE_SUFFIX):
+                swap_files.append(path)
+        # A swap at or above the oldest .cleaned file belongs to a split that never finished.
+        remaining_swaps = []
+        for path in swap_files:
+            offset = _offset_or_none(path.name)
+            if min_cleaned_offset is not None and offset is not None and offset >= min_cleaned_offset:
+                path.unlink(missing_ok=True)
+            else:
+                remaining_swaps.append(path)
+        for path in cleaned_files:
+            path.unlink(missing_ok=True)
+        log_swaps = [p for p in remaining_swaps if p.name.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX)]
+        if log_swaps:
+            bases = []
+            ends = []
+            for path in log_swaps:
+                base = offset_from_file_name(path.name)
+                swap = open_segment(self._dir, base, self._config, self._time, file_already_exists=True,
+                                    file_suffix=SWAP_FILE_SUFFIX)
+                bases.append(base)
+                ends.append(swap.read_next_offset())
+                swap.close()
+            lo, hi = min(bases), max(ends)
+            # The swapped-in segments replace every old segment they cover.
+            for path in list(self._dir.iterdir()):
+                name = path.name
+                is_segment_file = name.endswith(LOG_FILE_SUFFIX) or is_index_file(path)
+                if name.endswith(SWAP_FILE_SUFFIX) or not is_segment_file:
+                    continue
+                offset = _offset_or_none(name)
+                if offset is not None and lo <= offset < hi:
+                    path.unlink(missing_ok=True)
+        for path in remaining_swaps:
+            path.rename(path.with_name(path.name[: -len(SWAP_FILE_SUFFIX)]))
+
+    def _load_segment_files(self) -> None:
+        """Spec §8.2 steps 4-5."""
+        for path in sorted(self._dir.iterdir()):
+            if not path.is_file():
+                continue
+            if is_index_file(path):
+                offset = _offset_or_none(path.name)
+                if offset is None or not log_file(self._dir, offset).exists():
+                    log.warning("Deleting orphaned index file %s", path)
+                    path.unlink(missing_ok=True)
+        for path in sorted(self._dir.glob(f"*{LOG_FILE_SUFFIX}")):
+            base = _offset_or_none(path.name)
+            if base is None:
+                continue
+            time_index_missing = not time_index_file(self._dir, base).exists()
+            segment = open_segment(self._dir, base, self._config, self._time, file_already_exists=True)
+            try:
+                segment.sanity_check(time_index_missing)
+            except (NoSuchFileError, CorruptIndexError) as e:
+                log.warning("Recovering segment %s: %s", path, e)
+                self._recover_segment(segment)
+            self._segments.add(segment)
+
+    def _recover_segment(self, segment: LogSegment) -> int:
+        return segment.recover(leader_epoch_hook=self._epoch_hook)
+
+    def _epoch_hook(self, batch: RecordBatch) -> None:
+        if self._epoch_cache is not None and batch.partition_leader_epoch >= 0:
+            self._epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
+
+    def _recover_from(self, recovery_point: int) -> None:
+        """Recover every segment from the one holding ``recovery_point`` on; after the first segment
+        that had to be truncated, everything later is garbage and is deleted."""
+        first = self._segments.floor_segment(recovery_point) or self._segments.first_segment
+        if first is None:
+            return
+        # Open transactions from before the recovered range decide which aborts the rebuilt
+        # .txnindex files record.
+        self._producer_state.truncate_and_reload()
+        for segment in self._segments:
+            if segment.base_offset >= first.base_offset:
+                break
+            for batch in segment.log.batches():
+                if batch.magic >= 2 and batch.is_transactional:
+                    self._producer_state.update(batch)
+        pending = [s for s in self._segments if s.base_offset >= first.base_offset]
+        while pending:
+            segment = pending.pop(0)
+            try:
+                truncated = segment.recover(producer_state_hook=self._producer_state.update,
+                                            leader_epoch_hook=self._epoch_hook)
+            except (InvalidOffsetError, OSError) as e:
+                log.warning("Could not recover segment %s (%s): truncating it to its base offset",
+                            segment.log.path, e)
+                truncated = segment.truncate_to(segment.base_offset)
+            if truncated > 0 and pending:
+                log.warning("Corruption found in segment %s: deleting %d later segment(s)",
+                            segment.log.path, len(pending))
+                for later in pending:
+                    self._segments.remove(later.base_offset)
+                    later.close()
+                    later.delete_if_exists()
+                pending = []
+
+    def _rebuild_producer_state(self) -> None:
+        """Open transactions are found by scanning transactional batch headers (no payloads read)."""
+        state = self._producer_state
+        state.truncate_and_reload()
+        for segment in self._segments:
+            for batch in segment.log.batches():
+                if batch.magic >= 2 and batch.is_transactional:
+                    state.update(batch)
+
+
+def _offset_or_none(name: str) -> int | None:
+    try:
+        return offset_from_file_name(name)
+    except ValueError:  # IllegalArgumentError is one
+        return None
