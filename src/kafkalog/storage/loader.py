@@ -158,8 +158,9 @@ class LogLoader:
             ends = []
             for path in log_swaps:
                 base = offset_from_file_name(path.name)
+                # Probed read-only so that no index file is created for it.
                 swap = open_segment(self._dir, base, self._config, self._time, file_already_exists=True,
-                                    file_suffix=SWAP_FILE_SUFFIX)
+                                    file_suffix=SWAP_FILE_SUFFIX, read_only=True)
                 bases.append(base)
                 ends.append(swap.read_next_offset())
                 swap.close()

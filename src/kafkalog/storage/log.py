@@ -106,6 +106,7 @@ class Log:
         self._recovery_point = offsets.recovery_point
         self._last_flush_ms = time.milliseconds()
         self._closed = False
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.topic, self.partition = parse_topic_partition(directory.name)
         self._end = self._snapshot_end(offsets.log_end_offset)
 
@@ -591,8 +592,11 @@ class Log:
 
     def delete_records_before(self, offset: int) -> int:
         """Raise the log start offset to ``offset`` and delete the segments wholly below it."""
-        self.maybe_increment_log_start_offset(offset)
-        return self.delete_old_segments()
+        with self._lock:
+            self.maybe_increment_log_start_offset(offset)
+            deleted = delete_old_segments(self, log_start_offset_only=True)
+            self.delete_pending_files()
+            return deleted
 
     def delete_old_segments(self) -> int:
         """Retention (time, size, log start offset) over whole segments; returns how many were deleted."""
@@ -610,27 +614,28 @@ class Log:
     def _schedule_delete(self, segments: list[LogSegment]) -> None:
         """Kafka's asynchronous delete: rename to ``.deleted`` now, remove the files after
         ``file.delete.delay.ms`` (see :meth:`delete_pending_files`)."""
+        due_ms = self._time.milliseconds() + self._config.file_delete_delay_ms
         for segment in segments:
             self._segments.remove(segment.base_offset)
             segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
             segment.close()
+            self._pending_deletes.append((due_ms, segment))
 
     def _set_log_start_offset(self, offset: int) -> None:
         self._log_start_offset = max(self._log_start_offset, offset)
 
     def delete_pending_files(self, *, force: bool = False) -> int:
-        """Remove ``.deleted`` files older than ``file.delete.delay.ms`` (all of them with ``force``)."""
-        removed = 0
-        cutoff_ms = self._time.milliseconds() - self._config.file_delete_delay_ms
-        for path in self._dir.glob(f"*{DELETED_FILE_SUFFIX}"):
-            try:
-                mtime_ms = path.stat().st_mtime_ns // 1_000_000
-            except FileNotFoundError:
-                continue
-            if force or mtime_ms <= cutoff_ms:
-                path.unlink(missing_ok=True)
-                removed += 1
-        return removed
+        """Remove the ``.deleted`` segments whose ``file.delete.delay.ms`` has passed (all with ``force``).
+
+        Readers that opened a segment before it was renamed keep reading their open files; the delay
+        gives them time to finish. Leftovers of a process that died are removed when the log is loaded.
+        """
+        now = self._time.milliseconds()
+        due = [(t, s) for t, s in self._pending_deletes if force or t <= now]
+        self._pending_deletes = [(t, s) for t, s in self._pending_deletes if not (force or t <= now)]
+        for _, segment in due:
+            segment.delete_if_exists()
+        return len(due)
 
     def _reload_producer_state(self) -> None:
         self._producer_state.truncate_and_reload()

@@ -61,7 +61,13 @@ from kafkalog.storage.checkpoint import (
 )
 from kafkalog.storage.config import TOPIC_CONFIGS_FILE, LogConfig, read_topic_configs, write_topic_configs
 from kafkalog.storage.log import Log
-from kafkalog.storage.log_segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX
+from kafkalog.storage.log_segment import (
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+)
+from kafkalog.storage.txn_index import ABORTED_TXN_SIZE
 
 __all__ = [
     "LOCK_FILE",
@@ -305,6 +311,13 @@ class LogManager:
 
         for index, (directory, topic, partition) in enumerate(to_load):
             config = self._config_for(topic, stored_configs.get(topic, {}))
+            topic_id = self._read_topic_id(directory)
+            if topic_id is None and not self._read_only:
+                # A partition without partition.metadata (copied in, or from an older Kafka) gets its
+                # topic's id, so that all partitions of a topic agree.
+                topic_id = self._topic_ids.get(topic) or Uuid.random()
+            if topic_id is not None:
+                self._topic_ids.setdefault(topic, topic_id)
             try:
                 loaded = Log.open(
                     directory,
@@ -314,16 +327,13 @@ class LogManager:
                     had_clean_shutdown=self._had_clean_shutdown,
                     time=self._time,
                     read_only=self._read_only,
+                    topic_id=topic_id,
                 )
             except KafkaLogError as e:
                 raise KafkaStorageError(f"Error while loading partition {topic}-{partition} from "
                                         f"{directory}: {e}") from e
             self._logs[(topic, partition)] = loaded
             self._topic_configs[topic] = config
-            if topic not in self._topic_ids:
-                topic_id = self._read_topic_id(directory)
-                if topic_id is not None:
-                    self._topic_ids[topic] = topic_id
             if progress is not None:
                 progress(index + 1, len(to_load))
 
@@ -442,11 +452,8 @@ class LogManager:
         except OSError as e:
             raise KafkaStorageError(f"Cannot create partition directory {directory}: {e}") from e
         try:
-            created = Log.open(directory, config, time=self._time)
-            metadata = PartitionMetadataFile(directory / PARTITION_METADATA_FILE)
-            if not metadata.exists():
-                # Kafka writes the topic id before the first append (UnifiedLog.assignTopicId).
-                metadata.write(topic_id)
+            # Log.open writes partition.metadata with the topic id, before any append (as Kafka does).
+            created = Log.open(directory, config, time=self._time, topic_id=topic_id)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
@@ -690,6 +697,8 @@ def _partition_files(directory: Path) -> tuple[dict[str, int], dict[str, bytes]]
             indexes[path.name] = _trimmed(path.read_bytes(), 8)
         elif path.name.endswith(TIME_INDEX_FILE_SUFFIX):
             indexes[path.name] = _trimmed(path.read_bytes(), 12)
+        elif path.name.endswith(TXN_INDEX_FILE_SUFFIX):
+            indexes[path.name] = _trimmed(path.read_bytes(), ABORTED_TXN_SIZE)
     return sizes, indexes
 
 

@@ -18,11 +18,14 @@ if TYPE_CHECKING:
 Predicate = Callable[[LogSegment, LogSegment | None], bool]
 
 
-def delete_old_segments(log: Log) -> int:
-    """Apply the log-start-offset, time and size rules; returns how many segments were deleted."""
+def delete_old_segments(log: Log, *, log_start_offset_only: bool = False) -> int:
+    """Apply the log-start-offset, time and size rules; returns how many segments were deleted.
+
+    ``log_start_offset_only`` applies just the first (what DeleteRecords needs).
+    """
     config = log.config
     deleted = _delete_matching(log, _log_start_offset_breach(log), "log start offset breach")
-    if config.delete:
+    if config.delete and not log_start_offset_only:
         deleted += _delete_matching(log, _retention_ms_breach(log), "retention time breach")
         deleted += _delete_matching(log, _retention_size_breach(log), "retention size breach")
     return deleted
