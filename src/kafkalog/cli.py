@@ -28,7 +28,6 @@ from kafkalog.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
-from kafkalog.records.batch import RecordBatch
 from kafkalog.records.memory import MemoryRecords
 from kafkalog.records.types import (
     MAGIC_V0,
@@ -111,7 +110,10 @@ def _parse_configs(items: Sequence[str] | None) -> dict[str, str]:
 
 
 def _print_json(obj: Any, out: IO[str] | None = None) -> None:
-    (out or sys.stdout).write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n")
+    out = out or sys.stdout
+    # Plain UTF-8 where the terminal or pipe takes it; \u escapes (still the same JSON) elsewhere.
+    utf8 = (getattr(out, "encoding", None) or "").lower().replace("-", "") == "utf8"
+    out.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=not utf8) + "\n")
 
 
 def _open_manager(path: Path, *, read_only: bool, **kwargs: Any) -> Any:
@@ -220,7 +222,7 @@ def _text_to_bytes(value: object, what: str, binary: bool) -> bytes:
             return base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
             raise CliError(f"{what} is not valid base64 (--binary)") from None
-    return value.encode("utf-8", errors="surrogateescape")
+    return value.encode("utf-8", errors="replace")  # a lone surrogate becomes "?", as in Java
 
 
 def _parse_produce_line(line: str, line_no: int, args: argparse.Namespace, now: int
@@ -298,7 +300,12 @@ def cmd_produce(args: argparse.Namespace) -> int:
         sticky = StickyPartitioner(count)
         line_no = 0
         try:
-            for line_no, line in enumerate(sys.stdin, start=1):
+            for line_no, raw_line in enumerate(sys.stdin.buffer, start=1):
+                try:
+                    line = raw_line.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise CliError(f"line {line_no}: not valid UTF-8 (use --binary with base64 for bytes)"
+                                   ) from None
                 if not line.strip():
                     continue
                 record, partition = _parse_produce_line(line, line_no, args, SYSTEM_TIME.milliseconds())
@@ -361,26 +368,12 @@ def _render_bytes(data: bytes | None, binary: bool) -> str | None:
 
 
 def _visible_records(log: Any, start: int, read_committed: bool) -> Iterator[Record]:
-    """Records a consumer would see from ``start``: control records hidden, and under
-    read_committed only records up to the last stable offset, without aborted transactions."""
+    """Records a consumer sees from ``start``: control records hidden; with read_committed only up to
+    the last stable offset and without aborted transactions (the Log applies Kafka's rules)."""
     from kafkalog.storage.log import FetchIsolation
 
     isolation = FetchIsolation.TXN_COMMITTED if read_committed else FetchIsolation.HIGH_WATERMARK
-    end = log.last_stable_offset if read_committed else log.high_watermark
-    aborted: dict[int, list[tuple[int, int]]] = {}
-    if read_committed and end > start:
-        for txn in log.collect_aborted_transactions(start, end):
-            aborted.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
-    batch: RecordBatch
-    for batch in log.batches(start, end, isolation=isolation):
-        if batch.is_control:
-            continue
-        if aborted and batch.is_transactional and any(
-                first <= batch.base_offset <= last for first, last in aborted.get(batch.producer_id, ())):
-            continue
-        for record in batch.records():
-            if start <= record.offset < end:
-                yield record
+    return log.records(start, isolation=isolation)
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
@@ -448,6 +441,8 @@ def cmd_dump_log(args: argparse.Namespace) -> int:
             else:
                 render_text(dump, options, sys.stdout, sys.stderr)
             found_problems = found_problems or bool(dump.problems)
+        except BrokenPipeError:
+            raise
         except (KafkaLogError, OSError) as e:
             sys.stdout.flush()
             print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)
@@ -685,6 +680,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        # A bug, not a user error: still one line, with the traceback only when asked for (-vv).
+        if args.verbose >= 2:
+            raise
+        print(f"{PROG}: internal error: {type(e).__name__}: {_one_line(e)} (run with -vv for details)",
+              file=sys.stderr)
+        return 70
 
 
 def _broken_pipe() -> int:

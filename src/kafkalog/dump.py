@@ -387,7 +387,7 @@ def _dump_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterator[di
     base_offset = _base_offset_of(path)
     log_path = _segment_file(path, LOG_FILE_SUFFIX)
     raw = _read_offset_index(path, base_offset)
-    dump.summary["entries"] = len(raw.entries)
+    dump.summary["slots"] = len(raw.entries)
     if not raw.entries:
         dump.messages.append(f"{path} is empty.")
         return
@@ -438,7 +438,7 @@ def _dump_time_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterat
     log_path = _segment_file(path, LOG_FILE_SUFFIX)
     index_path = _segment_file(path, INDEX_FILE_SUFFIX)
     raw = _read_time_index(path, base_offset)
-    dump.summary["entries"] = len(raw.entries)
+    dump.summary["slots"] = len(raw.entries)
     if options.index_sanity_check:
         failure = _time_index_sanity(path, base_offset, raw)
         if failure is None:

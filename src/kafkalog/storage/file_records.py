@@ -147,6 +147,14 @@ class FileRecords:
                     f"size of {MAX_INT32}")
             self._size = min(length, end) - start
 
+    def refresh_size(self) -> int:
+        """Read-only views of a file another process appends to: take the file's current length as
+        the size (batches caught mid-write stay invisible to iteration). Returns the new size."""
+        if not self._read_only or self._is_slice:
+            raise KafkaStorageError(f"{self!r}: only a read-only file view can refresh its size")
+        self._size = min(self._file_length(), self._end) - self._start
+        return self._size
+
     # --- opening ------------------------------------------------------------------------------
 
     @classmethod

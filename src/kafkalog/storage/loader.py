@@ -81,7 +81,7 @@ class LogLoader:
     def load_read_only(self) -> tuple[LogSegments, LoadedLogOffsets]:
         """Segments as they are on disk; nothing written. Leftover suffixed files are ignored."""
         for path in sorted(self._dir.glob(f"*{LOG_FILE_SUFFIX}")):
-            base = _offset_or_none(path.name)
+            base = offset_or_none(path.name)
             if base is None:
                 continue
             self._segments.add(open_segment(self._dir, base, self._config, self._time,
@@ -136,7 +136,7 @@ class LogLoader:
                 if not name.endswith(".checkpoint" + DELETED_FILE_SUFFIX):
                     path.unlink(missing_ok=True)
             elif name.endswith(CLEANED_FILE_SUFFIX):
-                offset = _offset_or_none(name)
+                offset = offset_or_none(name)
                 if offset is not None and (min_cleaned_offset is None or offset < min_cleaned_offset):
                     min_cleaned_offset = offset
                 cleaned_files.append(path)
@@ -145,7 +145,7 @@ class LogLoader:
         # A swap at or above the oldest .cleaned file belongs to a split that never finished.
         remaining_swaps = []
         for path in swap_files:
-            offset = _offset_or_none(path.name)
+            offset = offset_or_none(path.name)
             if min_cleaned_offset is not None and offset is not None and offset >= min_cleaned_offset:
                 path.unlink(missing_ok=True)
             else:
@@ -171,7 +171,7 @@ class LogLoader:
                 is_segment_file = name.endswith(LOG_FILE_SUFFIX) or is_index_file(path)
                 if name.endswith(SWAP_FILE_SUFFIX) or not is_segment_file:
                     continue
-                offset = _offset_or_none(name)
+                offset = offset_or_none(name)
                 if offset is not None and lo <= offset < hi:
                     path.unlink(missing_ok=True)
         for path in remaining_swaps:
@@ -183,12 +183,12 @@ class LogLoader:
             if not path.is_file():
                 continue
             if is_index_file(path):
-                offset = _offset_or_none(path.name)
+                offset = offset_or_none(path.name)
                 if offset is None or not log_file(self._dir, offset).exists():
                     log.warning("Deleting orphaned index file %s", path)
                     path.unlink(missing_ok=True)
         for path in sorted(self._dir.glob(f"*{LOG_FILE_SUFFIX}")):
-            base = _offset_or_none(path.name)
+            base = offset_or_none(path.name)
             if base is None:
                 continue
             time_index_missing = not time_index_file(self._dir, base).exists()
@@ -251,7 +251,8 @@ class LogLoader:
                     state.update(batch)
 
 
-def _offset_or_none(name: str) -> int | None:
+def offset_or_none(name: str) -> int | None:
+    """The base offset a segment file name starts with, or None for other files."""
     try:
         return offset_from_file_name(name)
     except ValueError:  # IllegalArgumentError is one

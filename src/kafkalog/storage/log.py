@@ -49,9 +49,10 @@ from kafkalog.storage.checkpoint import (
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.file_records import TimestampAndOffset
 from kafkalog.storage.leader_epoch import LeaderEpochCache
-from kafkalog.storage.loader import LoadedLogOffsets, LogLoader, open_segment
+from kafkalog.storage.loader import LoadedLogOffsets, LogLoader, offset_or_none, open_segment
 from kafkalog.storage.log_segment import (
     DELETED_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
     FetchDataInfo,
     LogOffsetMetadata,
     LogSegment,
@@ -65,6 +66,7 @@ from kafkalog.storage.txn_index import AbortedTxn
 log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 # Special targets of ListOffsets / offset_for_timestamp (Kafka's ListOffsetsRequest constants).
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -108,7 +110,11 @@ class Log:
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.topic, self.partition = parse_topic_partition(directory.name)
-        self._end = self._snapshot_end(offsets.log_end_offset)
+        if read_only:
+            self._end = self._read_only_start()
+            self._refresh_read_only_end()
+        else:
+            self._end = self._snapshot_end(offsets.log_end_offset)
 
     # --- opening ----------------------------------------------------------------------------
 
@@ -214,18 +220,42 @@ class Log:
         active = self._segments.active_segment
         return _EndSnapshot(offset, active.base_offset, active.size_in_bytes)
 
-    def _refresh_read_only_end(self) -> None:
-        """A read-only log follows a writer in another process: look for new whole batches."""
+    def _read_only_start(self) -> _EndSnapshot:
+        """Where a reader starts following the active segment: its last offset-index entry (whose
+        batch is whole, indexes being written after the data) — the scan goes on from there."""
         active = self._segments.active_segment
-        size = active.log.file_size
-        if size == self._end.position and active.base_offset == self._end.segment_base_offset:
-            return
-        same_segment = active.base_offset == self._end.segment_base_offset
-        last = None
-        for batch in active.log.batches(self._end.position if same_segment else 0, size):
-            last = batch
-        if last is not None:
-            self._end = _EndSnapshot(last.next_offset, active.base_offset, last.position + last.size_in_bytes)
+        position = active.offset_index.lookup(INT64_MAX).position
+        first = next(iter(active.log.batches(position)), None)
+        if first is None:
+            return _EndSnapshot(active.base_offset, active.base_offset, 0)
+        return _EndSnapshot(first.base_offset, active.base_offset, position)
+
+    def _refresh_read_only_end(self) -> None:
+        """A read-only log follows a writer in another process: pick up segments it rolled and whole
+        batches it appended since we last looked. The LEO only ever moves forward here."""
+        with self._lock:
+            active = self._segments.active_segment
+            for path in sorted(self._dir.glob(f"*{LOG_FILE_SUFFIX}")):
+                base = offset_or_none(path.name)
+                if base is None or base <= active.base_offset:
+                    continue
+                try:
+                    segment = open_segment(self._dir, base, self._config, self._time,
+                                           file_already_exists=True, read_only=True)
+                except KafkaStorageError:
+                    continue  # deleted or renamed under us: the next refresh will see the new state
+                self._segments.add(segment)
+            end = self._end
+            for segment in self._segments.values(end.segment_base_offset, INT64_MAX):
+                if segment.base_offset < end.segment_base_offset:
+                    continue
+                segment.log.refresh_size()
+                start = end.position if segment.base_offset == end.segment_base_offset else 0
+                for batch in segment.log.batches(start):
+                    end = _EndSnapshot(batch.next_offset, segment.base_offset,
+                                       batch.position + batch.size_in_bytes)
+            if end.offset > self._end.offset:
+                self._end = end
 
     def _check_writable(self) -> None:
         if self._read_only:

@@ -164,30 +164,53 @@ class PartitionRecovery:
 
 
 class _DirLock:
-    """The exclusive lock on ``<dir>/.lock`` (see the module docstring for why two kinds)."""
+    """The exclusive lock on ``<dir>/.lock`` (see the module docstring for why two kinds).
+
+    POSIX record locks belong to the process and vanish when *any* descriptor of the file is closed,
+    so this process never opens the lock file of a directory it already holds: a registry of held
+    directories answers that case before the file is touched.
+    """
+
+    _held: set[tuple[int, int]] = set()
+    _held_guard = threading.Lock()
 
     def __init__(self, data_dir: Path) -> None:
         self._path = data_dir / LOCK_FILE
+        self._fd: int | None = None
         try:
-            self._fd: int | None = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            st = os.stat(data_dir)
         except OSError as e:
-            raise KafkaStorageError(f"Cannot open lock file {self._path}: {e}") from e
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(self._fd)
-            self._fd = None
-            raise LogDirLockedError(
-                f"Failed to acquire lock on file {LOCK_FILE} in {data_dir}: another kafkalog or Kafka "
-                "process is using this data directory"
-            ) from None
+            raise KafkaStorageError(f"Cannot access data directory {data_dir}: {e}") from e
+        self._key = (st.st_dev, st.st_ino)
+        with self._held_guard:
+            if self._key in self._held:
+                raise self._locked(data_dir, "this process")
+            try:
+                fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise KafkaStorageError(f"Cannot open lock file {self._path}: {e}") from e
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise self._locked(data_dir, "another kafkalog or Kafka process") from None
+            self._fd = fd
+            self._held.add(self._key)
+
+    @staticmethod
+    def _locked(data_dir: Path, holder: str) -> LogDirLockedError:
+        return LogDirLockedError(
+            f"Failed to acquire lock on file {LOCK_FILE} in {data_dir}: {holder} is using this data directory"
+        )
 
     def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            # Closing the descriptor drops both locks; the file stays, as Kafka leaves it.
-            os.close(fd)
+        with self._held_guard:
+            fd, self._fd = self._fd, None
+            if fd is not None:
+                # Closing the descriptor drops both locks; the file stays, as Kafka leaves it.
+                os.close(fd)
+                self._held.discard(self._key)
 
 
 def _check_partition_count(count: object) -> int:
@@ -307,6 +330,10 @@ class LogManager:
                 continue
             if parsed.partition < 0:
                 raise KafkaStorageError(f"Directory {child.name!r} names a negative partition")
+            if self._read_only and not any(child.glob("*" + LOG_FILE_SUFFIX)):
+                # A writer is creating this partition right now; it is not readable yet.
+                log.info("Skipping %s: no segment yet", child)
+                continue
             to_load.append((child, parsed.topic, parsed.partition))
 
         for index, (directory, topic, partition) in enumerate(to_load):

@@ -620,6 +620,10 @@ class LogSegment:
     def read_next_offset(self) -> int:
         """The offset after the last batch (scans from the last index entry); base offset if empty."""
         fetch = self.read(self.offset_index.last_offset, self._log.size_in_bytes)
+        if fetch is None and self._read_only:
+            # A reader's index may have been mapped after its view of the .log was sized, while a
+            # writer in another process went on appending: the entry can point past the visible data.
+            fetch = FetchDataInfo(LogOffsetMetadata(self._base_offset), self._log)
         if fetch is None:
             return self._base_offset
         last = fetch.records.last_batch()
