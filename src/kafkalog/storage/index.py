@@ -167,7 +167,13 @@ class AbstractIndex:
         self._entries = 0 if newly_created else length // size
 
     def _map_read_only(self) -> None:
-        """(Re)map for reading; a missing file is an empty index. Caller holds both locks or is __init__."""
+        """(Re)load for reading; a missing file is an empty index. Caller holds both locks or is __init__.
+
+        Read-only indexes are *read* (pread) into memory rather than mapped: the writer in another
+        process may trim or truncate the file at any moment, and touching a mapped page past the new
+        end of file kills the reader with SIGBUS. Only the valid prefix of entries is kept; the chunk
+        size doubles so a large index costs about twice its size, a preallocated empty one one read.
+        """
         try:
             fd = os.open(self._path, os.O_RDONLY)
         except FileNotFoundError:
@@ -175,19 +181,30 @@ class AbstractIndex:
             return
         except OSError as e:
             raise KafkaStorageError(f"Cannot open {self._KIND} {self._path} for reading: {e}") from e
+        size = self.ENTRY_SIZE
         try:
             length = os.fstat(fd).st_size
-            mm = mmap.mmap(fd, length, access=mmap.ACCESS_READ) if length else None
+            buf = bytearray()
+            count = 0
+            chunk = 8192 * size
+            while len(buf) < length:
+                data = os.pread(fd, min(chunk, length - len(buf)), len(buf))
+                if not data:
+                    break
+                buf += data
+                whole = len(buf) // size
+                count = self._count_valid_prefix(buf, whole)
+                if count < whole:
+                    break
+                chunk *= 2
         except OSError as e:
-            raise KafkaStorageError(f"Cannot map {self._KIND} {self._path}: {e}") from e
+            raise KafkaStorageError(f"Cannot read {self._KIND} {self._path}: {e}") from e
         finally:
             os.close(fd)
-        old, self._mm = self._mm, mm
-        if old is not None:
-            old.close()
+        self._mm = bytes(buf[: count * size]) if count else None
         self._length = length
-        self._max_entries = length // self.ENTRY_SIZE
-        self._entries = self._count_valid_prefix(mm, self._max_entries) if mm is not None else 0
+        self._max_entries = length // size
+        self._entries = count
 
     def _count_valid_prefix(self, mm: mmap.mmap, limit: int) -> int:
         """How many leading entries look real (read-only opens; see the module docstring)."""
@@ -195,7 +212,7 @@ class AbstractIndex:
 
     def _unmap(self) -> None:
         mm, self._mm = self._mm, None
-        if mm is not None:
+        if isinstance(mm, mmap.mmap):  # read-only indexes hold plain bytes
             mm.close()
 
     # --- guards --------------------------------------------------------------------------------
