@@ -36,9 +36,8 @@ TOPIC = "bench"
 
 def build_topic(data_dir: Path, records: int = RECORDS) -> None:
     """The benchmark topic, written through ``LogManager``/``Log.append_as_leader``."""
-    from kafkalog.storage.log_manager import LogManager
-
     from kafkalog.records import CompressionType, MemoryRecordsBuilder, TimestampType
+    from kafkalog.storage.log_manager import LogManager
 
     configs = {"segment.bytes": str(16 * 1024 * 1024), "max.message.bytes": str(8 * 1024 * 1024)}
     per_partition = records // PARTITIONS

@@ -2,10 +2,13 @@
 
 Planning (driver) needs topics, partitions, the earliest/latest offsets of each partition, the
 answer of the time index to "first offset with timestamp >= T" and batch boundaries to split
-ranges at; executors need the batches of one partition. All of it goes through
-``kafkalog.storage`` (``LogManager``/``Log``) opened read-only, so a writer in another process
-(a broker-like ``LogManager`` or a Spark write task) is never disturbed, and nothing here reads a
-``.log`` file or parses bytes by itself.
+ranges at; executors need the visible batches of one partition. All of it goes through
+``kafkalog.storage`` (``Log`` opened read-only, the data directory's checkpoint and topic-config
+files), so a writer in another process is never disturbed, and nothing here reads a ``.log`` file
+or parses bytes by itself.
+
+Only the partitions a query touches are opened (a read-only ``LogManager`` would open every
+partition of every topic in the directory, for each task).
 """
 
 from __future__ import annotations
@@ -15,30 +18,67 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafkalog.errors import UnknownTopicOrPartitionError
+from kafkalog.errors import KafkaLogError, UnknownTopicOrPartitionError
 from kafkalog.spark.options import Subscription, TopicPartition
 
 if TYPE_CHECKING:
+    from kafkalog.records.batch import RecordBatch
     from kafkalog.storage.log import Log
 
-__all__ = ["TopicCatalog", "open_partition"]
+__all__ = ["TopicCatalog", "list_topic_partitions", "open_partition", "visible_batches"]
 
 
-def _log_manager(path: str):  # -> LogManager
-    from kafkalog.storage.log_manager import LogManager
+def list_topic_partitions(path: str) -> dict[str, list[int]]:
+    """``{topic: [partitions]}`` of the live partition directories, by LogManager's rules."""
+    from kafkalog.storage.checkpoint import PartitionDirKind, parse_partition_dir_name
+    from kafkalog.storage.log_manager import METADATA_TOPIC
 
-    return LogManager(Path(path), read_only=True)
+    found: dict[str, list[int]] = {}
+    for child in Path(path).iterdir():
+        if not child.is_dir():
+            continue
+        parsed = parse_partition_dir_name(child.name)
+        if parsed.kind is not PartitionDirKind.LIVE or parsed.topic == METADATA_TOPIC or parsed.partition < 0:
+            continue
+        found.setdefault(parsed.topic, []).append(parsed.partition)
+    return {t: sorted(ps) for t, ps in sorted(found.items())}
 
 
-def open_partition(path: str, topic: str, partition: int) -> tuple[Log, object]:
-    """One partition opened read-only, and the object to close when done."""
-    lm = _log_manager(path)
-    try:
-        log = lm.get_log(topic, partition)
-    except Exception:
-        lm.close()
-        raise
-    return log, lm
+def open_partition(path: str, topic: str, partition: int) -> Log:
+    """One partition opened read-only, with its topic config and checkpointed log start offset
+    (what a read-only ``LogManager`` would give it)."""
+    from kafkalog.storage.checkpoint import LOG_START_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
+    from kafkalog.storage.config import LogConfig, read_topic_configs
+    from kafkalog.storage.log import Log
+
+    directory = Path(path) / f"{topic}-{partition}"
+    if not directory.is_dir():
+        raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist in {path}")
+    config = LogConfig.from_props(read_topic_configs(path).get(topic, {}))
+    log_start = 0
+    with suppress(KafkaLogError, OSError):
+        log_start = OffsetCheckpointFile(Path(path) / LOG_START_OFFSET_CHECKPOINT_FILE).read().get(
+            (topic, partition), 0)
+    return Log.open(directory, config, log_start_offset=log_start, read_only=True)
+
+
+def visible_batches(log: Log, start: int, end: int, read_committed: bool) -> Iterator[RecordBatch]:
+    """The data batches a consumer sees in [start, end): control batches hidden and, under
+    read_committed, only up to the last stable offset and without aborted transactions (the same
+    rules as ``Log.records``, but batch by batch so the caller can decode them column-wise)."""
+    from kafkalog.storage.log import AbortedFilter, FetchIsolation
+
+    if read_committed:
+        stop = min(end, log.last_stable_offset)
+        aborted = AbortedFilter(log.collect_aborted_transactions(start, stop))
+        for batch in log.batches(start, stop, isolation=FetchIsolation.TXN_COMMITTED):
+            if aborted.skip(batch) or batch.is_control:
+                continue
+            yield batch
+    else:
+        for batch in log.batches(start, end, isolation=FetchIsolation.HIGH_WATERMARK):
+            if not batch.is_control:
+                yield batch
 
 
 class TopicCatalog:
@@ -46,7 +86,7 @@ class TopicCatalog:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._lm = _log_manager(path)
+        self._layout = list_topic_partitions(path)
         self._logs: dict[TopicPartition, Log] = {}
 
     def __enter__(self) -> TopicCatalog:
@@ -56,16 +96,18 @@ class TopicCatalog:
         self.close()
 
     def close(self) -> None:
-        with suppress(Exception):
-            self._lm.close()
+        for log in self._logs.values():
+            with suppress(Exception):
+                log.close()
+        self._logs.clear()
 
     # --- topics and partitions -----------------------------------------------------------------
 
     def topics(self) -> list[str]:
-        return sorted(self._lm.topics())
+        return list(self._layout)
 
     def partitions(self, topic: str) -> list[int]:
-        return sorted(self._lm.partitions(topic))
+        return list(self._layout.get(topic, ()))
 
     def topic_partitions(self, subscription: Subscription) -> list[TopicPartition]:
         """The existing topic-partitions a subscription covers, sorted.
@@ -74,20 +116,18 @@ class TopicCatalog:
         consumer subscribing to it would see); ``assign`` of a missing partition is an error.
         """
         if subscription.kind == "assign":
-            existing = {t: set(self.partitions(t)) for t in {t for t, _ in subscription.assigned}
-                        if t in self.topics()}
             for t, p in subscription.assigned:
-                if p not in existing.get(t, ()):
+                if p not in self._layout.get(t, ()):
                     raise UnknownTopicOrPartitionError(
                         f"kafkalog option 'assign': topic-partition {t}-{p} does not exist in {self.path}"
                     )
             return sorted(subscription.assigned)
-        return [(t, p) for t in self.topics() if subscription.matches(t) for p in self.partitions(t)]
+        return [(t, p) for t, ps in self._layout.items() if subscription.matches(t) for p in ps]
 
     def log(self, tp: TopicPartition) -> Log:
         log = self._logs.get(tp)
         if log is None:
-            log = self._logs[tp] = self._lm.get_log(*tp)
+            log = self._logs[tp] = open_partition(self.path, *tp)
         return log
 
     # --- offsets -------------------------------------------------------------------------------
@@ -119,11 +159,3 @@ class TopicCatalog:
             return segment.base_offset
         # The entry says an append ended at entry.offset, so the next batch starts after it.
         return entry.offset + 1
-
-
-def iter_batches(log: Log, start: int, end: int, read_committed: bool) -> Iterator:
-    """Whole batches overlapping [start, end) (the Log decides what is visible)."""
-    from kafkalog.storage.log import FetchIsolation
-
-    isolation = FetchIsolation.TXN_COMMITTED if read_committed else FetchIsolation.HIGH_WATERMARK
-    return log.batches(start, end, isolation=isolation)

@@ -69,6 +69,7 @@ MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger"
 MIN_OFFSETS_PER_TRIGGER = "minOffsetsPerTrigger"
 MAX_TRIGGER_DELAY = "maxTriggerDelay"
 INCLUDE_HEADERS = "includeHeaders"
+FILTER_PUSHDOWN = "filterPushdown"
 ISOLATION_LEVEL = "kafka.isolation.level"
 TOPIC = "topic"
 CREATE_TOPIC_PARTITIONS = "createTopicPartitions"
@@ -79,6 +80,7 @@ SOURCE_OPTIONS = (
     ENDING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP, ENDING_OFFSETS_BY_TIMESTAMP,
     STARTING_BY_TIMESTAMP_STRATEGY, FAIL_ON_DATA_LOSS, MIN_PARTITIONS, MAX_RECORDS_PER_PARTITION,
     MAX_OFFSETS_PER_TRIGGER, MIN_OFFSETS_PER_TRIGGER, MAX_TRIGGER_DELAY, INCLUDE_HEADERS, ISOLATION_LEVEL,
+    FILTER_PUSHDOWN,
 )
 SINK_OPTIONS = (PATH, TOPIC, INCLUDE_HEADERS, CREATE_TOPIC_PARTITIONS, COMPRESSION_TYPE)
 
@@ -223,6 +225,7 @@ class SourceOptions:
     include_headers: bool = False
     read_committed: bool = False
     streaming: bool = False
+    filter_pushdown: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,6 +498,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
 
     fail_on_data_loss = _parse_bool(FAIL_ON_DATA_LOSS, opts.get(FAIL_ON_DATA_LOSS.lower(), "true"))
     include_headers = _parse_bool(INCLUDE_HEADERS, opts.get(INCLUDE_HEADERS.lower(), "false"))
+    filter_pushdown = _parse_bool(FILTER_PUSHDOWN, opts.get(FILTER_PUSHDOWN.lower(), "true"))
     min_partitions = None
     if MIN_PARTITIONS.lower() in opts:
         min_partitions = _parse_int(MIN_PARTITIONS, opts[MIN_PARTITIONS.lower()], minimum=1)
@@ -536,6 +540,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         include_headers=include_headers,
         read_committed=isolation == "read_committed",
         streaming=bool(streaming),
+        filter_pushdown=filter_pushdown,
     )
 
 

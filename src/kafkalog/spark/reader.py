@@ -19,7 +19,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkalog.errors import InvalidConfigError, OffsetOutOfRangeError
 from kafkalog.spark.arrow import ColumnBuilder
-from kafkalog.spark.catalog import TopicCatalog, iter_batches, open_partition
+from kafkalog.spark.catalog import TopicCatalog, open_partition, visible_batches
 from kafkalog.spark.options import (
     EARLIEST,
     FAIL_ON_DATA_LOSS,
@@ -34,6 +34,7 @@ from kafkalog.spark.pushdown import Constraints, split_filters
 
 __all__ = [
     "KafkaLogBatchReader",
+    "KafkaLogFilteringReader",
     "KafkaLogInputPartition",
     "OffsetRange",
     "divide_ranges",
@@ -288,48 +289,39 @@ def divide_ranges(
 def read_range(part: KafkaLogInputPartition) -> Iterator[pa.RecordBatch]:
     """The records of one input partition as Arrow record batches, decoded batch by batch."""
     tp = (part.topic, part.partition)
-    plog, closer = open_partition(part.path, part.topic, part.partition)
+    plog = open_partition(part.path, part.topic, part.partition)
     try:
+        # Retention may have moved the log start since planning.
         start = check_data_loss(tp, part.from_offset, plog.log_start_offset, part.fail_on_data_loss)
         end = part.until_offset
         if start >= end:
             return
         builder = ColumnBuilder(part.topic, part.partition, part.include_headers)
         pending_bytes = 0
-        for batch in iter_batches(plog, start, end, part.read_committed):
-            if batch.last_offset < start:
-                continue
-            if batch.base_offset >= end:
-                break
-            if batch.is_control:
-                continue
+        for batch in visible_batches(plog, start, end, part.read_committed):
             added = builder.add(batch.decode_columns(), start, end)
             if added:
                 pending_bytes += batch.size_in_bytes
                 if len(builder) >= ARROW_BATCH_ROWS or pending_bytes >= ARROW_BATCH_BYTES:
-                    out = builder.build()
                     pending_bytes = 0
+                    out = builder.build()
                     if out is not None:
                         yield out
         out = builder.build()
         if out is not None:
             yield out
     finally:
-        closer.close()  # type: ignore[attr-defined]
+        plog.close()
 
 
 class KafkaLogBatchReader(DataSourceReader):
-    """``spark.read.format("kafkalog")``: plans offset ranges, reads them as Arrow."""
+    """``spark.read.format("kafkalog")`` without filter pushdown (option ``filterPushdown=false``):
+    plans the offset ranges of the options, reads them as Arrow. Works whatever
+    ``spark.sql.python.filterPushdown.enabled`` says."""
 
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
         self.constraints = Constraints()
-
-    @user_errors
-    def pushFilters(self, filters: list) -> list:
-        # Not a generator: the constraints must be recorded even if Spark never iterates the result.
-        self.constraints, remaining = split_filters(filters)
-        return remaining
 
     def plan(self) -> list[OffsetRange]:
         """The offset ranges of this read (what ``partitions()`` turns into input partitions)."""
@@ -347,3 +339,23 @@ class KafkaLogBatchReader(DataSourceReader):
             # Spark substitutes InputPartition(None) when there is nothing to read.
             return iter(())
         return user_errors_iter(read_range(partition))
+
+
+class KafkaLogFilteringReader(KafkaLogBatchReader):
+    """The default reader: ``KafkaLogBatchReader`` plus ``pushFilters`` (see ``pushdown``).
+
+    Spark refuses to plan a reader that implements ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is false (``DATA_SOURCE_PUSHDOWN_DISABLED``).
+
+    Spark 4.3.0 caveat: the partitions planned by the last pushdown are cached on the DataFrame's
+    relation and reused by later queries on the *same* DataFrame whose filters Spark cannot push
+    (none, or only OR/NOT/LIKE...), so such a query would only see the previously narrowed ranges.
+    Start each query from ``spark.read...load()``, or set ``filterPushdown=false``. (Spark's master
+    branch keeps that state per scan.)
+    """
+
+    @user_errors
+    def pushFilters(self, filters: list) -> list:
+        # Not a generator: the constraints must be recorded even if Spark never iterates the result.
+        self.constraints, remaining = split_filters(filters)
+        return remaining

@@ -51,11 +51,11 @@ class KafkaLogDataSource(DataSource):
 
     @user_errors
     def reader(self, schema) -> DataSourceReader:
-        from kafkalog.spark.reader import KafkaLogBatchReader
+        from kafkalog.spark.reader import KafkaLogBatchReader, KafkaLogFilteringReader
 
         opts = parse_source_options(self.options, streaming=False)
         _check_schema(schema, opts.include_headers)
-        return KafkaLogBatchReader(opts)
+        return KafkaLogFilteringReader(opts) if opts.filter_pushdown else KafkaLogBatchReader(opts)
 
     @user_errors
     def streamReader(self, schema) -> DataSourceStreamReader:
