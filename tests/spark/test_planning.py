@@ -98,3 +98,43 @@ def test_offsets_json_round_trip():
 def test_input_partition_pickles():
     p = KafkaLogInputPartition("/d", "t", 3, 10, 20, True, False, True)
     assert pickle.loads(pickle.dumps(p)) == p
+
+
+def test_min_offsets_per_trigger_waits_at_most_max_trigger_delay(tmp_path):
+    from pyspark.sql.streaming.datasource import ReadMaxRows, ReadMinRows
+
+    from kafkalog.spark.options import parse_source_options
+    from kafkalog.spark.stream import KafkaLogStreamReader
+
+    opts = parse_source_options({"path": str(tmp_path), "subscribe": "t", "minoffsetspertrigger": "10",
+                                 "maxtriggerdelay": "1h"}, streaming=True)
+    reader = KafkaLogStreamReader(opts)
+    assert reader.getDefaultReadLimit() == ReadMinRows(10)
+    start, few, enough = {("t", 0): 0}, {("t", 0): 5}, {("t", 0): 10}
+    assert reader._delay_batch(start, few)
+    assert not reader._delay_batch(start, enough)
+    reader._last_trigger_ms -= 3_600_000  # an hour without a batch: fire whatever is there
+    assert not reader._delay_batch(start, few)
+    opts = parse_source_options({"path": str(tmp_path), "subscribe": "t", "maxoffsetspertrigger": "7"},
+                                streaming=True)
+    assert KafkaLogStreamReader(opts).getDefaultReadLimit() == ReadMaxRows(7)
+
+
+def test_auto_registration_module():
+    import pyspark_kafkalog
+    from kafkalog.spark.source import KafkaLogDataSource
+
+    assert pyspark_kafkalog.DefaultSource is KafkaLogDataSource
+    assert KafkaLogDataSource.name() == "kafkalog"
+
+
+def test_missing_java_is_a_clear_failure(monkeypatch, tmp_path):
+    import pytest
+
+    from kafkalog.errors import KafkaLogError
+    from kafkalog.spark.session import check_java
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(KafkaLogError, match="openjdk-17"):
+        check_java()

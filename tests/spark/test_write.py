@@ -227,6 +227,11 @@ def test_reads_next_to_a_running_writer(spark, tmp_path):
     stop = ctx.Event()
     proc = ctx.Process(target=_append_until, args=(str(tmp_path), stop, 20_000))
     proc.start()
+    state = tmp_path / "live-0" / ".kafkalog-append.lock"
+    deadline = time.monotonic() + 60
+    while not (state.exists() and state.read_text().strip() not in ("", "clean 0")):
+        assert time.monotonic() < deadline and proc.is_alive(), "the writer process did not start appending"
+        time.sleep(0.05)
     try:
         counts: list[int] = []
         while len(counts) < 4:
