@@ -4,7 +4,7 @@ Workload: one topic, 2 partitions, 2,000,000 records (key ``key-N``, ~100-byte v
 CreateTime timestamps), built through the storage API with big batches (10,000 records) and
 16 MiB segments, so each partition has several segments. Spark runs ``local[2]``.
 
-Rows measured (median of ``REPEATS`` runs, after one warm-up):
+Rows measured (median of ``REPEATS`` runs after one warm-up, the compared queries interleaved):
 
 * ``count``: ``df.count()`` on the topic vs on a Parquet copy of the same rows. Parquet answers a
   count from file metadata, so ``scan`` (a full scan into Spark's ``noop`` sink) is reported too.
@@ -29,7 +29,7 @@ from pathlib import Path
 RECORDS = int(os.environ.get("KAFKALOG_BENCH_SPARK_RECORDS", "2000000"))
 PARTITIONS = 2
 BATCH = 10_000
-REPEATS = 3
+REPEATS = 5
 T0 = 1_700_000_000_000
 TOPIC = "bench"
 
@@ -53,14 +53,18 @@ def build_topic(data_dir: Path, records: int = RECORDS) -> None:
                 log.append_as_leader(builder.build())
 
 
-def _median_time(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    fn()  # warm-up: Python workers, file cache
-    times = []
+def _median_times(fns: list[Callable[[], object]], repeats: int = REPEATS) -> list[float]:
+    """Median wall time of each function; the functions are interleaved in every round, so that
+    noise from other work on the (shared) machine hits all of them alike."""
+    for fn in fns:
+        fn()  # warm-up: Python workers, file cache
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
 def run() -> list[dict]:
@@ -108,7 +112,7 @@ def run() -> list[dict]:
             ("scan (noop sink)", kl_scan, pq_scan),
             ("write.parquet", kl_write, pq_write),
         ]:
-            t_ours, t_theirs = _median_time(ours), _median_time(theirs)
+            t_ours, t_theirs = _median_times([ours, theirs])
             rows.append({
                 "bench": name, "records": n, "kafkalog_s": t_ours, "parquet_s": t_theirs,
                 "kafkalog_rows_per_s": n / t_ours, "parquet_rows_per_s": n / t_theirs,
@@ -127,7 +131,7 @@ def run() -> list[dict]:
             df = spark.read.format("kafkalog").option("subscribe", TOPIC).load(str(data_dir))
             assert df.where(df.timestamp >= cutoff).count() == expected
 
-        t_full, t_filtered = _median_time(kl_count), _median_time(kl_filtered)
+        t_full, t_filtered = _median_times([kl_count, kl_filtered])
         rows.append({
             "bench": "WHERE timestamp >= X (last 10 %)", "records": expected, "full_scan_s": t_full,
             "filtered_s": t_filtered, "ratio": t_full / t_filtered,

@@ -92,7 +92,8 @@ CHART_BUCKET = "5 minutes"
 # Kafka's producer closes a batch at batch.size (16 KiB by default); so does the demo's producer.
 PRODUCER_BATCH_BYTES = 16 * 1024
 STREAM_TIMEOUT_S = 600  # an AvailableNow run that takes longer than this has hung
-JSON_TIME = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ssXXX"}  # 2024-03-04T06:00:00Z in result values
+# Timestamps in result values look like 2024-03-04T09:30:00.000Z.
+JSON_TIME = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"}
 
 
 class DemoError(KafkaLogError):
@@ -131,6 +132,9 @@ SOURCES = (
 NEWSLETTER_SHARE = 0.08  # of the sessions of the batch period, arriving after the newsletter
 NEWSLETTER_DECAY_MS = 15 * MINUTE_MS
 RETURNING = "(returning)"  # the source of a session that began by coming back to an open tab
+# Mean time on page in seconds, by page or by section ("/blog/" covers every post).
+TIME_ON_PAGE_S = {"/": 20, "/search": 15, "/products": 25, "/products/": 55, "/cart": 30, "/checkout": 75,
+                  CHECKOUT_DONE: 10, "/blog": 20, "/blog/": 95, "/help": 60}
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +198,15 @@ def _next_page(rng: random.Random, page: str) -> str:
     return rng.choices(_BROWSE, cum_weights=_BROWSE_CUM)[0]
 
 
+def _time_on_page_ms(rng: random.Random, page: str) -> int:
+    """Log-normal time on page around a per-page mean (people read posts, skim the home page)."""
+    mean = TIME_ON_PAGE_S.get(page) or TIME_ON_PAGE_S.get(page[: page.find("/", 1) + 1], 35)
+    sigma = 0.8
+    # mu chosen so that the distribution's mean is ``mean`` seconds.
+    ms = rng.lognormvariate(math.log(mean * 1000) - sigma * sigma / 2, sigma)
+    return min(10 * MINUTE_MS, max(500, int(ms)))
+
+
 def generate_pageviews(
     count: int,
     *,
@@ -202,15 +215,18 @@ def generate_pageviews(
     users: int,
     seed: int = SEED,
     ramp: bool = True,
+    warmup_ms: int = 0,
     newsletter_at_ms: int | None = None,
 ) -> list[PageView]:
     """Exactly ``count`` page views in [start_ms, start_ms + period_ms), sorted by time.
 
-    Sessions start at random times (more of them later in the morning when ``ramp``), from a
-    weighted source that decides the landing page; each view lasts a log-normal time on page, and
-    after each view the visitor leaves with some probability. Now and then a visitor pauses for
-    5-20 minutes (same session) or leaves a tab open and comes back after more than 30 minutes (a
-    new session, by the usual definition). The same arguments always give the same events.
+    Sessions start at random times (more of them later in the morning when ``ramp``; from
+    ``warmup_ms`` before ``start_ms`` on, so that sessions already under way at ``start_ms``
+    contribute their later views), from a weighted source that decides the landing page. Each view
+    lasts a log-normal time on page, and after each view the visitor leaves with some probability.
+    Now and then a visitor pauses for 5-20 minutes (same session) or leaves a tab open and comes
+    back after more than 30 minutes (a new session, by the usual definition). The same arguments
+    always give the same events.
     """
     rng = random.Random(seed)
     ids, devices, activity = _user_table(users)
@@ -223,14 +239,15 @@ def generate_pageviews(
         else:
             # sqrt(u) has a linearly rising density: traffic grows through the morning.
             frac = math.sqrt(rng.random()) if ramp and rng.random() < 0.7 else rng.random()
-            ts = start_ms + int(frac * period_ms)
+            ts = start_ms - warmup_ms + int(frac * (period_ms + warmup_ms))
             referrer = rng.choices(_SOURCE_NAMES, cum_weights=_SOURCE_CUM)[0]
         landing_pages, landing_cum = _LANDING[referrer]
         page = rng.choices(landing_pages, cum_weights=landing_cum)[0]
         u = rng.choices(range(users), cum_weights=activity)[0]
         while ts < end_ms and len(out) < count:
-            duration = min(10 * MINUTE_MS, max(500, int(rng.lognormvariate(math.log(30_000), 0.9))))
-            out.append(PageView(ts, ids[u], page, referrer, devices[u], duration))
+            duration = _time_on_page_ms(rng, page)
+            if ts >= start_ms:
+                out.append(PageView(ts, ids[u], page, referrer, devices[u], duration))
             if rng.random() < (0.7 if page == CHECKOUT_DONE else 0.25):
                 break
             ts += duration + int(rng.expovariate(1 / 4000))
@@ -569,7 +586,7 @@ def run(
 ) -> DemoResult:
     """The whole pipeline in ``data_dir`` (wiped first), using ``spark``; prints to ``out``.
 
-    ``events`` page views make the initial load, ``append_events`` (default a tenth of it) arrive
+    ``events`` page views make the initial load, ``append_events`` (default an eighth of it) arrive
     later; the chart goes to ``out_dir`` (default ``data_dir/output``).
     """
     if events < 1:
@@ -577,7 +594,8 @@ def run(
     stream = sys.stdout if out is None else out
     data_dir = Path(data_dir)
     out_path = data_dir / "output" if out_dir is None else Path(out_dir)
-    append_events = max(1, events // 10) if append_events is None else append_events
+    # An eighth: the half hour after 12:00 then carries on at the rate the morning ended with.
+    append_events = max(1, events // 8) if append_events is None else append_events
     report = _Report(stream)
     prepare_demo_dir(data_dir)
     out_path.mkdir(parents=True, exist_ok=True)
@@ -655,7 +673,7 @@ def run(
     with timer("append more events"):
         result.appended_events = generate_pageviews(
             append_events, start_ms=START_MS + BATCH_PERIOD_MS, period_ms=APPEND_PERIOD_MS, users=users,
-            seed=seed + 1, ramp=False)
+            seed=seed + 1, ramp=False, warmup_ms=30 * MINUTE_MS)
         produce(kafka_dir, result.appended_events)
     with timer("stream run 2"):
         result.stream_runs.append(run_by_page_stream(spark, kafka_path, checkpoint))
@@ -772,9 +790,9 @@ class _Report:
         s = r.session_stats
         self.line()
         self.line(f"    Sessions (a session ends after {SESSION_GAP} without a view): {int(s['sessions']):,} "
-                  f"sessions, {s['avg_views']:.2f} views each")
-        self.line(f"    on average, median length {_duration(s['median_duration_s'])}, bounce rate "
-                  f"{_pct(s['bounce_rate'])} (one view only), conversion rate {_pct(s['conversion_rate'])} "
+                  f"sessions, {s['avg_views']:.2f} views")
+        self.line(f"    each on average, median length {_duration(s['median_duration_s'])}; bounce rate "
+                  f"{_pct(s['bounce_rate'])} (one view only), conversion {_pct(s['conversion_rate'])} "
                   f"(reached {CHECKOUT_DONE}):")
         self.table(["source", "sessions", "views/session", "bounce rate", "conversion"],
                    [(src, f"{n:,}", f"{v:.2f}", _pct(b), _pct(c))
@@ -788,13 +806,13 @@ class _Report:
                   "key = user id, value = JSON, timestamp = session start)")
 
     def streamed(self, r: DemoResult, before: dict[int, int], after: dict[int, int]) -> None:
-        self.line(f"    run 1 (new checkpoint, startingOffsets=earliest): read {r.stream_runs[0]:,} rows "
-                  f"-> {BY_PAGE_TOPIC} holds {r.by_page_records[0]:,} records")
+        self.line(f"    run 1 (new checkpoint, starts at earliest): {r.stream_runs[0]:,} rows read; "
+                  f"{BY_PAGE_TOPIC} holds {r.by_page_records[0]:,} records")
         self.line(f"    appended {len(r.appended_events):,} events ({_clock(START_MS + BATCH_PERIOD_MS)}-"
                   f"{_clock(START_MS + BATCH_PERIOD_MS + APPEND_PERIOD_MS)} UTC) to {TOPIC} through the "
                   "storage engine; end offsets")
         self.line("    " + ", ".join(f"p{p} {before[p]:,} -> {after[p]:,}" for p in sorted(after)))
-        self.line(f"    run 2 (same checkpoint): read {r.stream_runs[1]:,} rows -> {BY_PAGE_TOPIC} holds "
+        self.line(f"    run 2 (same checkpoint): {r.stream_runs[1]:,} rows read; {BY_PAGE_TOPIC} holds "
                   f"{r.by_page_records[1]:,} records")
         verdict = "exactly the appended events" if r.stream_runs[1] == len(r.appended_events) else "MISMATCH"
         self.line(f"    run 2 read {verdict}; a batch read from the old end offsets finds "
@@ -822,7 +840,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"demo directory, wiped at every run (default: {DEFAULT_DATA_DIR})")
     parser.add_argument("--events", type=int, default=DEFAULT_EVENTS, metavar="N",
                         help=f"page views in the initial load (default: {DEFAULT_EVENTS:,}); "
-                             "a tenth as many are appended later")
+                             "an eighth as many are appended later")
     parser.add_argument("--out", metavar="DIR", help="where the chart goes (default: DATA_DIR/output)")
     return parser
 
