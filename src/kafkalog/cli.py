@@ -658,9 +658,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _split_demo_args(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """``kafkalog [-v...] demo ARGS...`` -> (argv up to ``demo``, ARGS): argparse's REMAINDER does not
+    capture option-like words (``--events 5``) after a sub-command, so they are split off first."""
+    for i, word in enumerate(argv):
+        if not word.startswith("-"):
+            return (argv[: i + 1], argv[i + 1:]) if word == "demo" else (argv, None)
+    return argv, None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv, demo_args = _split_demo_args(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
+    if demo_args is not None:
+        args.demo_args = demo_args
     level = {0: logging.ERROR, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format=f"{PROG}: %(levelname)s: %(message)s")
     if args.verbose == 0:

@@ -46,6 +46,8 @@ from kafkalog.records import MAGIC_V2, CompressionType, MemoryRecords, SimpleRec
 from kafkalog.storage.log_manager import LogManager, PartitionDescription
 from kafkalog.storage.partitioner import partition_for_key
 
+# pyspark is imported inside the functions that use it: the event generator and the producer need
+# only the storage engine, so they (and their tests) work without starting or importing Spark.
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -140,7 +142,7 @@ TIME_ON_PAGE_S = {"/": 20, "/search": 15, "/products": 25, "/products/": 55, "/c
 @dataclass(frozen=True, slots=True)
 class PageView:
     """One page view. ``timestamp`` (epoch ms) is also the Kafka record's timestamp (CreateTime):
-    the event time travels in the record header, not in the JSON value."""
+    the event time travels in the record's timestamp field, not in the JSON value."""
 
     timestamp: int
     user_id: str

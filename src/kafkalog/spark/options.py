@@ -93,7 +93,7 @@ IGNORED_SOURCE_OPTIONS = (
     "groupIdPrefix",
 )
 # Sink-side options that only make sense with a producer talking to a broker.
-IGNORED_SINK_OPTIONS = ("checkpointLocation",)
+IGNORED_SINK_OPTIONS = ("checkpointLocation", "queryName")
 
 # kafka.* options Spark itself rejects, with the reason it gives.
 _FORBIDDEN_KAFKA = {
