@@ -123,3 +123,20 @@ class IllegalArgumentError(KafkaLogError, ValueError):
 class NoSuchFileError(KafkaStorageError, FileNotFoundError):
     """A file that must exist does not (Kafka's NoSuchFileException): e.g. a segment's ``.index``
     at load, which makes the loader recover that segment."""
+
+
+class OutOfOrderSequenceError(KafkaLogError):
+    """An idempotent producer's batch does not continue its sequence (Kafka's OutOfOrderSequenceException)."""
+
+
+class InvalidProducerEpochError(KafkaLogError):
+    """A producer wrote with an epoch older than the one the partition has seen."""
+
+
+class InvalidTxnStateError(KafkaLogError):
+    """A write that contradicts the producer's transaction state (e.g. non-transactional data inside a
+    transaction)."""
+
+
+class TransactionCoordinatorFencedError(KafkaLogError):
+    """An end-transaction marker from a coordinator epoch older than the one already seen."""

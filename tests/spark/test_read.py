@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql.types import StringType, StructField, StructType
@@ -33,6 +35,10 @@ def data_dir(tmp_path_factory, kafka_golden_dir):
     copy_golden(kafka_golden_dir / "s1_v2_single" / "rolled", d, "s1")
     copy_golden(kafka_golden_dir / "s2_v2_mixed", d, "s2")
     copy_golden(kafka_golden_dir / "s3_legacy", d, "s3")
+    # s1's rolled segment followed by the first 40 bytes of a 31st batch (a writer died mid-append).
+    copy_golden(kafka_golden_dir / "s1_v2_single" / "rolled", d, "torn")
+    shutil.copyfile(kafka_golden_dir / "s4_recovery_input_torn_tail.log",
+                    d / "torn-0" / "00000000000000000000.log")
     # 3 partitions, several segments each, every codec.
     build_topic(d, "events", 3, 45, 20, codecs=CODECS,
                 configs={"segment.bytes": "4096", "index.interval.bytes": "256"})
@@ -48,6 +54,12 @@ def test_golden_kafka_segments(spark, data_dir, topic):
     assert spark_rows(df) == log_rows(data_dir, topic)
     assert spark_rows(df) == cli_rows(data_dir, topic)
     assert spark_rows(read(spark, data_dir, subscribe=topic)) == without_headers(log_rows(data_dir, topic))
+
+
+def test_torn_tail_is_never_returned(spark, data_dir):
+    rows = spark_rows(read(spark, data_dir, subscribe="torn"))
+    assert [r[2] for r in rows] == list(range(30))
+    assert [r[1:] for r in rows] == [r[1:] for r in without_headers(log_rows(data_dir, "s1"))][:30]
 
 
 def test_golden_semantics(spark, data_dir):

@@ -6,16 +6,25 @@ import bisect
 import threading
 from pathlib import Path
 
+from kafkalog.errors import KafkaStorageError
 from kafkalog.storage.checkpoint import LEADER_EPOCH_CHECKPOINT_FILE, EpochEntry, LeaderEpochCheckpointFile
 
 
 class LeaderEpochCache:
     """(epoch, start offset) entries, epochs and offsets both increasing, persisted in Kafka's format."""
 
-    def __init__(self, partition_dir: Path) -> None:
+    def __init__(self, partition_dir: Path, *, read_only: bool = False) -> None:
         self._file = LeaderEpochCheckpointFile(Path(partition_dir) / LEADER_EPOCH_CHECKPOINT_FILE)
         self._lock = threading.Lock()
-        self._entries: list[EpochEntry] = self._file.read() if self._file.path.exists() else []
+        self._read_only = read_only
+        entries: list[EpochEntry] = []
+        try:
+            entries = self._file.read() if self._file.path.exists() else []
+        except KafkaStorageError:
+            if not read_only:
+                raise
+            # A reader in another process only uses epochs as hints: an unreadable file means none.
+        self._entries: list[EpochEntry] = entries
         self._dirty = False
 
     @property
@@ -36,6 +45,10 @@ class LeaderEpochCache:
     def latest_epoch(self) -> int | None:
         return self._entries[-1].epoch if self._entries else None
 
+    def earliest_entry(self) -> EpochEntry | None:
+        entries = self._entries
+        return entries[0] if entries else None
+
     def epoch_for_offset(self, offset: int) -> int | None:
         starts = [e.start_offset for e in self._entries]
         i = bisect.bisect_right(starts, offset) - 1
@@ -49,6 +62,18 @@ class LeaderEpochCache:
             self._dirty |= len(self._entries) != before
         self.flush()
 
+    def truncate_from_start(self, start_offset: int) -> None:
+        """The log now starts at ``start_offset``: the entries starting at or before it collapse into
+        the latest of them, moved to start exactly there (Kafka's ``truncateFromStart``)."""
+        with self._lock:
+            removed = [e for e in self._entries if e.start_offset <= start_offset]
+            if not removed:
+                return
+            kept = [e for e in self._entries if e.start_offset > start_offset]
+            self._entries = [EpochEntry(removed[-1].epoch, start_offset), *kept]
+            self._dirty = True
+        self.flush()
+
     def clear_and_flush(self) -> None:
         with self._lock:
             self._entries = []
@@ -56,6 +81,8 @@ class LeaderEpochCache:
         self.flush()
 
     def flush(self) -> None:
+        if self._read_only:
+            return
         with self._lock:
             if self._dirty or not self._file.path.exists():
                 self._file.write(self._entries)

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog.clock import Time
-from kafkalog.errors import CorruptIndexError, InvalidOffsetError, KafkaStorageError, NoSuchFileError
+from kafkalog.errors import (
+    CorruptIndexError,
+    InvalidOffsetError,
+    KafkaStorageError,
+    LogSegmentOffsetOverflowError,
+    NoSuchFileError,
+)
 from kafkalog.records.batch import RecordBatch
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.leader_epoch import LeaderEpochCache
@@ -29,9 +35,11 @@ from kafkalog.storage.log_segment import (
     offset_from_file_name,
     time_index_file,
 )
-from kafkalog.storage.producer_state import ProducerStateManager
+from kafkalog.storage.producer_state import ProducerStateManager, rebuild_producer_state
 
 log = logging.getLogger(__name__)
+
+INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +87,8 @@ class LogLoader:
     # --- read-only ----------------------------------------------------------------------------
 
     def load_read_only(self) -> tuple[LogSegments, LoadedLogOffsets]:
-        """Segments as they are on disk; nothing written. Leftover suffixed files are ignored."""
+        """Segments as they are on disk; nothing written, nothing scanned (the log finds its end
+        itself). Leftover suffixed files are ignored."""
         for path in sorted(self._dir.glob(f"*{LOG_FILE_SUFFIX}")):
             base = offset_or_none(path.name)
             if base is None:
@@ -88,9 +97,11 @@ class LogLoader:
                                             file_already_exists=True, read_only=True))
         if self._segments.is_empty:
             raise KafkaStorageError(f"Partition directory {self._dir} holds no log segments")
-        end = self._end_offset()
-        start = max(self._log_start_offset, self._segments.first_segment.base_offset)
-        self._rebuild_producer_state()
+        first = self._segments.first_segment
+        assert first is not None
+        start = max(self._log_start_offset, first.base_offset)
+        # The end is found by the log (it follows a live writer); the base offset is a lower bound.
+        end = self._segments.active_segment.base_offset
         return self._segments, LoadedLogOffsets(start, min(self._recovery_point, end), end)
 
     # --- read-write ---------------------------------------------------------------------------
@@ -100,25 +111,42 @@ class LogLoader:
         self._load_segment_files()
         if not self._had_clean_shutdown:
             self._recover_from(self._recovery_point)
+        end = self._end_offset() if not self._segments.is_empty else None
+        if end is not None and end < self._log_start_offset:
+            log.warning("Log end offset %d of %s is below its log start offset %d: deleting every segment",
+                        end, self._dir, self._log_start_offset)
+            for segment in list(self._segments):
+                self._delete_segment(segment)
+            if self._epoch_cache is not None:
+                self._epoch_cache.clear_and_flush()
+            self._producer_state.truncate_fully_and_start_at(self._log_start_offset)
+            end = None
         if self._segments.is_empty:
             self._segments.add(open_segment(self._dir, self._log_start_offset, self._config, self._time,
                                             file_already_exists=False))
-        end = self._end_offset()
-        if end < self._log_start_offset:
-            log.warning("Log end offset %d of %s is below its log start offset %d: starting fresh",
-                        end, self._dir, self._log_start_offset)
-            for segment in list(self._segments):
-                self._segments.remove(segment.base_offset)
-                segment.close()
-                segment.delete_if_exists()
-            self._segments.add(open_segment(self._dir, self._log_start_offset, self._config, self._time,
-                                            file_already_exists=False))
-            end = self._log_start_offset
+        if self._had_clean_shutdown and end is not None:
+            recovery_point = end
+        else:
+            if end is None:
+                end = self._end_offset()
+            recovery_point = min(self._recovery_point, end)
         self._segments.active_segment.resize_indexes(self._config.segment_index_bytes)
-        start = max(self._log_start_offset, self._segments.first_segment.base_offset)
-        recovery_point = end if self._had_clean_shutdown else min(self._recovery_point, end)
-        self._rebuild_producer_state()
+        first = self._segments.first_segment
+        assert first is not None
+        start = max(self._log_start_offset, first.base_offset)
+        if self._epoch_cache is not None:
+            self._epoch_cache.truncate_from_end(end)
+            self._epoch_cache.truncate_from_start(self._log_start_offset)
+        # Snapshots taken by the temporary states of recovery are reread from disk here.
+        self._producer_state.remove_stray_snapshots(self._segments.base_offsets())
+        rebuild_producer_state(self._producer_state, self._segments, start, end)
         return self._segments, LoadedLogOffsets(start, recovery_point, end)
+
+    def _delete_segment(self, segment: LogSegment) -> None:
+        self._segments.remove(segment.base_offset)
+        segment.close()
+        segment.delete_if_exists()
+        self._producer_state.delete_snapshot(segment.base_offset)
 
     def _end_offset(self) -> int:
         return self._segments.active_segment.read_next_offset()
@@ -168,8 +196,7 @@ class LogLoader:
             # The swapped-in segments replace every old segment they cover.
             for path in list(self._dir.iterdir()):
                 name = path.name
-                is_segment_file = name.endswith(LOG_FILE_SUFFIX) or is_index_file(path)
-                if name.endswith(SWAP_FILE_SUFFIX) or not is_segment_file:
+                if name.endswith(SWAP_FILE_SUFFIX) or not path.is_file():
                     continue
                 offset = offset_or_none(name)
                 if offset is not None and lo <= offset < hi:
@@ -201,7 +228,32 @@ class LogLoader:
             self._segments.add(segment)
 
     def _recover_segment(self, segment: LogSegment) -> int:
-        return segment.recover(leader_epoch_hook=self._epoch_hook)
+        """Rebuild one segment's indexes from its data (and cut it at the first bad batch).
+
+        Its ``.txnindex`` is rebuilt too, which needs the transactions open at its base offset: a
+        temporary producer state is brought there from the earlier segments (and snapshots), and
+        its snapshot at the end of this segment spares the next recovery that work.
+        """
+        size_before = segment.size_in_bytes
+        state = self._producer_state_at(segment.base_offset)
+        try:
+            segment.recover(producer_state_hook=state.apply, leader_epoch_hook=self._epoch_hook)
+        except LogSegmentOffsetOverflowError as e:
+            # Kafka would split the segment, which only helps pre-0.11 data written by brokers that
+            # let offsets overflow. kafkalog never writes such segments; an offset that does not fit
+            # is a corrupt (v2: not CRC-covered) offset field, so the log is cut before that batch.
+            position = _first_overflowing_batch(segment)
+            log.warning("%s; truncating %s at position %d", e, segment.log.path, position)
+            segment.log.truncate_to(position)
+            state = self._producer_state_at(segment.base_offset)
+            segment.recover(producer_state_hook=state.apply, leader_epoch_hook=self._epoch_hook)
+        state.take_snapshot()
+        return size_before - segment.size_in_bytes
+
+    def _producer_state_at(self, offset: int) -> ProducerStateManager:
+        state = ProducerStateManager(self._dir, time=self._time)
+        rebuild_producer_state(state, self._segments, self._log_start_offset, offset)
+        return state
 
     def _epoch_hook(self, batch: RecordBatch) -> None:
         if self._epoch_cache is not None and batch.partition_leader_epoch >= 0:
@@ -210,24 +262,11 @@ class LogLoader:
     def _recover_from(self, recovery_point: int) -> None:
         """Recover every segment from the one holding ``recovery_point`` on; after the first segment
         that had to be truncated, everything later is garbage and is deleted."""
-        first = self._segments.floor_segment(recovery_point) or self._segments.first_segment
-        if first is None:
-            return
-        # Open transactions from before the recovered range decide which aborts the rebuilt
-        # .txnindex files record.
-        self._producer_state.truncate_and_reload()
-        for segment in self._segments:
-            if segment.base_offset >= first.base_offset:
-                break
-            for batch in segment.log.batches():
-                if batch.magic >= 2 and batch.is_transactional:
-                    self._producer_state.update(batch)
-        pending = [s for s in self._segments if s.base_offset >= first.base_offset]
+        pending = self._segments.values(recovery_point, 2**63 - 1)
         while pending:
             segment = pending.pop(0)
             try:
-                truncated = segment.recover(producer_state_hook=self._producer_state.update,
-                                            leader_epoch_hook=self._epoch_hook)
+                truncated = self._recover_segment(segment)
             except (InvalidOffsetError, OSError) as e:
                 log.warning("Could not recover segment %s (%s): truncating it to its base offset",
                             segment.log.path, e)
@@ -236,19 +275,17 @@ class LogLoader:
                 log.warning("Corruption found in segment %s: deleting %d later segment(s)",
                             segment.log.path, len(pending))
                 for later in pending:
-                    self._segments.remove(later.base_offset)
-                    later.close()
-                    later.delete_if_exists()
+                    self._delete_segment(later)
                 pending = []
 
-    def _rebuild_producer_state(self) -> None:
-        """Open transactions are found by scanning transactional batch headers (no payloads read)."""
-        state = self._producer_state
-        state.truncate_and_reload()
-        for segment in self._segments:
-            for batch in segment.log.batches():
-                if batch.magic >= 2 and batch.is_transactional:
-                    state.update(batch)
+
+def _first_overflowing_batch(segment: LogSegment) -> int:
+    """Position of the first batch whose last offset does not fit the segment's 32-bit range."""
+    base = segment.base_offset
+    for batch in segment.log.batches():
+        if not 0 <= batch.last_offset - base <= INT32_MAX:
+            return batch.position
+    return segment.size_in_bytes
 
 
 def offset_or_none(name: str) -> int | None:

@@ -1,13 +1,20 @@
 """One partition: a directory of segments (Kafka's UnifiedLog + LocalLog, single replica).
 
-The log owns the segment map, the log end offset (LEO), the log start offset, the recovery point
-and the transaction state. Appends go through Kafka's leader path (validate, assign offsets, maybe
-roll, write, index) or the follower path (offsets kept). Reads are fetch-like: whole batches from
-the one holding the start offset, bounded by bytes and by an isolation level.
+The log owns the segment map, the log end offset (LEO), the log start offset, the recovery point,
+the producer state and the leader-epoch cache. Appends go through Kafka's leader path (validate,
+assign offsets, maybe roll, check producer state, write, index) or the follower path (offsets
+kept). Reads are fetch-like: whole batches from the one holding the start offset, bounded by bytes
+and by an isolation level.
 
-Concurrency: one writer, many readers. ``_lock`` serialises everything that changes the log; a
-reader takes a snapshot of the segment list and of the LEO, and never reads past the LEO's byte
-position, which is published only after a batch is fully written.
+Concurrency: one writer, many readers. ``_lock`` serialises everything that changes the log. A
+reader takes the published end (LEO and its byte position) once and never reads past it; the
+writer publishes it only after a batch is fully written, its producer state applied and its
+aborted-transaction entry indexed, so a reader never sees a partial batch nor an open transaction
+without the last stable offset that hides it.
+
+A log opened ``read_only`` belongs to a reader in another process: nothing on disk is created,
+recovered or deleted; the end is found by scanning the active segment (a torn or preallocated tail
+is not data) and moves forward as the writer appends or rolls.
 """
 
 from __future__ import annotations
@@ -16,13 +23,15 @@ import logging
 import shutil
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Self
 
 from kafkalog.clock import SYSTEM_TIME, Time
 from kafkalog.errors import (
+    CorruptRecordError,
+    IllegalArgumentError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     OffsetsOutOfOrderError,
@@ -31,7 +40,7 @@ from kafkalog.errors import (
 )
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.memory import MemoryRecords
-from kafkalog.records.types import NO_TIMESTAMP, Record
+from kafkalog.records.types import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP, Record
 from kafkalog.records.validator import (
     AppendOrigin,
     LogAppendInfo,
@@ -44,10 +53,12 @@ from kafkalog.storage.checkpoint import (
     PARTITION_METADATA_FILE,
     PartitionMetadataFile,
     Uuid,
+    fsync_directory,
     parse_topic_partition,
 )
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.file_records import TimestampAndOffset
+from kafkalog.storage.index import OffsetPosition
 from kafkalog.storage.leader_epoch import LeaderEpochCache
 from kafkalog.storage.loader import LoadedLogOffsets, LogLoader, offset_or_none, open_segment
 from kafkalog.storage.log_segment import (
@@ -58,10 +69,31 @@ from kafkalog.storage.log_segment import (
     LogSegment,
     LogSegments,
     RollParams,
+    offset_index_file,
+    time_index_file,
+    transaction_index_file,
 )
-from kafkalog.storage.producer_state import ProducerStateManager
+from kafkalog.storage.log_segment import log_file as segment_log_file
+from kafkalog.storage.producer_state import (
+    BatchMetadata,
+    CompletedTxn,
+    ProducerAppendInfo,
+    ProducerStateManager,
+    rebuild_producer_state,
+)
 from kafkalog.storage.retention import delete_old_segments
 from kafkalog.storage.txn_index import AbortedTxn
+
+__all__ = [
+    "EARLIEST_LOCAL_TIMESTAMP",
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIERED_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "AbortedFilter",
+    "FetchIsolation",
+    "Log",
+]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +103,8 @@ INT64_MAX = 2**63 - 1
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
 
 
 class FetchIsolation(Enum):
@@ -110,10 +144,15 @@ class Log:
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.topic, self.partition = parse_topic_partition(directory.name)
+        # Published for readers, always before ``_end`` (see the module docstring).
+        self._first_unstable: LogOffsetMetadata | None = None
+        # A read-only log builds its producer state only when a read_committed reader needs it.
+        self._producer_state_loaded = not read_only
         if read_only:
             self._end = self._read_only_start()
             self._refresh_read_only_end()
         else:
+            self._first_unstable = self._compute_first_unstable()
             self._end = self._snapshot_end(offsets.log_end_offset)
 
     # --- opening ----------------------------------------------------------------------------
@@ -124,33 +163,36 @@ class Log:
              read_only: bool = False, topic_id: Uuid | None = None) -> Log:
         """Open (or create) the partition in ``directory``, recovering it if it was not shut down cleanly.
 
+        A newly created directory gets its ``partition.metadata`` (``topic_id``, or a random one).
         With ``read_only`` nothing on disk is created, recovered, truncated or deleted: the log is
         read as it is, a torn tail simply invisible (for readers in other processes).
         """
         directory = Path(directory)
         config = config or LogConfig()
         parse_topic_partition(directory.name)  # a clear error before anything is created
-        producer_state = ProducerStateManager()
         if read_only:
             if not directory.is_dir():
                 raise KafkaStorageError(f"Partition directory {directory} does not exist")
+            producer_state = ProducerStateManager(directory, time=time, read_only=True)
             segments, offsets = LogLoader(directory, config, time=time, read_only=True,
                                           log_start_offset=log_start_offset,
                                           recovery_point=recovery_point,
                                           producer_state=producer_state).load_read_only()
             return cls(directory, config, segments, offsets, time=time, read_only=True,
-                       producer_state=producer_state, leader_epoch_cache=None)
+                       producer_state=producer_state,
+                       leader_epoch_cache=LeaderEpochCache(directory, read_only=True))
+        created = not directory.exists()
         directory.mkdir(parents=True, exist_ok=True)
+        metadata = PartitionMetadataFile(directory / PARTITION_METADATA_FILE)
+        if not metadata.exists() and (created or topic_id is not None):
+            # Kafka writes the topic id when the partition is created, before the first append.
+            metadata.write(topic_id if topic_id is not None else Uuid.random())
         epoch_cache = LeaderEpochCache(directory)
+        producer_state = ProducerStateManager(directory, time=time)
         loader = LogLoader(directory, config, time=time, read_only=False, log_start_offset=log_start_offset,
                            recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
                            producer_state=producer_state, leader_epoch_cache=epoch_cache)
         segments, offsets = loader.load()
-        epoch_cache.truncate_from_end(offsets.log_end_offset)
-        # Kafka writes the topic id when one is assigned, before the first append.
-        metadata = PartitionMetadataFile(directory / PARTITION_METADATA_FILE)
-        if topic_id is not None and not metadata.exists():
-            metadata.write(topic_id)
         return cls(directory, config, segments, offsets, time=time, read_only=False,
                    producer_state=producer_state, leader_epoch_cache=epoch_cache)
 
@@ -168,6 +210,10 @@ class Log:
         self._config = config
 
     @property
+    def time(self) -> Time:
+        return self._time
+
+    @property
     def segments(self) -> LogSegments:
         return self._segments
 
@@ -181,9 +227,12 @@ class Log:
 
     @property
     def log_end_offset(self) -> int:
-        if self._read_only:
-            self._refresh_read_only_end()
-        return self._end.offset
+        return self._current_end().offset
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        end = self._current_end()
+        return LogOffsetMetadata(end.offset, end.segment_base_offset, end.position)
 
     @property
     def high_watermark(self) -> int:
@@ -192,9 +241,12 @@ class Log:
 
     @property
     def last_stable_offset(self) -> int:
-        first_unstable = self._producer_state.first_unstable_offset()
-        hw = self.high_watermark
-        return hw if first_unstable is None else min(first_unstable, hw)
+        """The first offset of the oldest open transaction, else the high watermark."""
+        end = self._current_end()  # read before the first unstable offset (see module docstring)
+        first_unstable = self._first_unstable_offset()
+        if first_unstable is None or first_unstable >= end.offset:
+            return end.offset
+        return first_unstable
 
     @property
     def recovery_point(self) -> int:
@@ -212,31 +264,129 @@ class Log:
     def leader_epoch_cache(self) -> LeaderEpochCache | None:
         return self._leader_epoch_cache
 
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self._producer_state
+
+    @property
+    def latest_epoch(self) -> int | None:
+        cache = self._leader_epoch_cache
+        return cache.latest_epoch() if cache is not None else None
+
     def __repr__(self) -> str:
         return (f"Log({self._dir.name}, start={self._log_start_offset}, end={self._end.offset}, "
                 f"segments={len(self._segments)})")
+
+    def _current_end(self) -> _EndSnapshot:
+        if self._read_only:
+            self._refresh_read_only_end()
+        return self._end
 
     def _snapshot_end(self, offset: int) -> _EndSnapshot:
         active = self._segments.active_segment
         return _EndSnapshot(offset, active.base_offset, active.size_in_bytes)
 
+    def _check_writable(self) -> None:
+        if self._read_only:
+            raise KafkaStorageError(f"Log {self._dir} is open read-only")
+        if self._closed:
+            raise KafkaStorageError(f"Log {self._dir} is closed")
+
+    # --- transactions: the first unstable offset ---------------------------------------------
+
+    def _compute_first_unstable(self) -> LogOffsetMetadata | None:
+        found = self._producer_state.first_unstable_offset()
+        if found is None:
+            return None
+        # An open transaction that began before the log start offset is unstable from the start on.
+        if found.message_offset < self._log_start_offset:
+            return LogOffsetMetadata(self._log_start_offset)
+        return found
+
+    def _first_unstable_offset(self) -> int | None:
+        if not self._producer_state_loaded:
+            self._load_read_only_producer_state()
+        found = self._first_unstable
+        return None if found is None else found.message_offset
+
+    def _load_read_only_producer_state(self) -> None:
+        """Rebuild, for a reader, the producer state up to the end it sees: from the writer's latest
+        snapshot (never touching a file) plus the batches after it."""
+        with self._lock:
+            if self._producer_state_loaded:
+                return
+            end = self._end
+            state = self._producer_state
+            state.load_read_only(self._log_start_offset, end.offset)
+            self._replay_into_producer_state(state.map_end_offset, end)
+            self._producer_state_loaded = True
+            self._first_unstable = self._compute_first_unstable()
+
+    def _replay_into_producer_state(self, from_offset: int, end: _EndSnapshot) -> None:
+        state = self._producer_state
+        if from_offset >= end.offset:
+            return
+        for segment in self._segments.values(from_offset, end.offset + 1):
+            if segment.base_offset > end.segment_base_offset:
+                break
+            found = segment.translate_offset(from_offset) if segment.base_offset <= from_offset else None
+            if segment.base_offset <= from_offset and found is None:
+                continue
+            position = found.position if found is not None else 0
+            limit = end.position if segment.base_offset == end.segment_base_offset else segment.size_in_bytes
+            for batch in segment.log.batches(position, limit):
+                state.apply(batch)
+        state.update_map_end_offset(end.offset)
+
+    # --- read-only: following a writer in another process ----------------------------------
+
     def _read_only_start(self) -> _EndSnapshot:
-        """Where a reader starts following the active segment: its last offset-index entry (whose
-        batch is whole, indexes being written after the data) — the scan goes on from there."""
+        """Where a reader starts looking for the end of the active segment: its last offset-index
+        entry, whose batch is whole (a writer indexes a batch after writing it)."""
         active = self._segments.active_segment
-        position = active.offset_index.lookup(INT64_MAX).position
-        first = next(iter(active.log.batches(position)), None)
+        from_start = _EndSnapshot(active.base_offset, active.base_offset, 0)
+        entry = active.offset_index.lookup(INT64_MAX)
+        if entry.position == 0 or entry.position > active.size_in_bytes:
+            return from_start
+        try:
+            found = active.translate_offset(entry.offset)
+            if found is None or found.position != entry.position:
+                return from_start
+            # Positioned at the indexed batch; the scan of _refresh_read_only_end counts it.
+            first = next(active.log.batches(found.position), None)
+        except CorruptRecordError:
+            return from_start  # an index that does not match the data (a crashed writer): scan it all
         if first is None:
-            return _EndSnapshot(active.base_offset, active.base_offset, 0)
-        return _EndSnapshot(first.base_offset, active.base_offset, position)
+            return from_start
+        return _EndSnapshot(first.base_offset, active.base_offset, found.position)
+
+    @staticmethod
+    def _scan_segment_end(segment: LogSegment, start: _EndSnapshot) -> _EndSnapshot:
+        """The end of the last whole, valid batch from ``start`` on. A preallocated or torn tail ends
+        the scan: size fields that make no sense, or a last batch whose CRC does not match yet."""
+        ends: list[tuple[RecordBatch, _EndSnapshot]] = []
+        try:
+            for batch in segment.log.batches(start.position):
+                ends.append((batch, _EndSnapshot(batch.next_offset, segment.base_offset,
+                                                 batch.position + batch.size_in_bytes)))
+        except CorruptRecordError:
+            pass  # zeros of a preallocated file, or a header caught mid-write
+        # Bytes of one write land in order, so only the tail can be incomplete.
+        while ends and not ends[-1][0].is_valid():
+            ends.pop()
+        return ends[-1][1] if ends else start
 
     def _refresh_read_only_end(self) -> None:
         """A read-only log follows a writer in another process: pick up segments it rolled and whole
         batches it appended since we last looked. The LEO only ever moves forward here."""
         with self._lock:
             active = self._segments.active_segment
-            for path in sorted(self._dir.glob(f"*{LOG_FILE_SUFFIX}")):
-                base = offset_or_none(path.name)
+            try:
+                names = sorted(p.name for p in self._dir.glob(f"*{LOG_FILE_SUFFIX}"))
+            except OSError:
+                names = []
+            for name in names:
+                base = offset_or_none(name)
                 if base is None or base <= active.base_offset:
                     continue
                 try:
@@ -245,23 +395,21 @@ class Log:
                 except KafkaStorageError:
                     continue  # deleted or renamed under us: the next refresh will see the new state
                 self._segments.add(segment)
-            end = self._end
+            old = end = self._end
             for segment in self._segments.values(end.segment_base_offset, INT64_MAX):
                 if segment.base_offset < end.segment_base_offset:
                     continue
                 segment.log.refresh_size()
-                start = end.position if segment.base_offset == end.segment_base_offset else 0
-                for batch in segment.log.batches(start):
-                    end = _EndSnapshot(batch.next_offset, segment.base_offset,
-                                       batch.position + batch.size_in_bytes)
-            if end.offset > self._end.offset:
+                start = end if segment.base_offset == end.segment_base_offset else _EndSnapshot(
+                    max(end.offset, segment.base_offset), segment.base_offset, 0)
+                found = self._scan_segment_end(segment, start)
+                if found.position > 0 or segment.base_offset == end.segment_base_offset:
+                    end = found
+            if end.offset > old.offset or (end.offset == old.offset and end.position > old.position):
+                if self._producer_state_loaded:
+                    self._replay_into_producer_state(self._producer_state.map_end_offset, end)
+                    self._first_unstable = self._compute_first_unstable()
                 self._end = end
-
-    def _check_writable(self) -> None:
-        if self._read_only:
-            raise KafkaStorageError(f"Log {self._dir} is open read-only")
-        if self._closed:
-            raise KafkaStorageError(f"Log {self._dir} is closed")
 
     # --- appending --------------------------------------------------------------------------
 
@@ -280,12 +428,16 @@ class Log:
 
     def append_as_leader(self, records: MemoryRecords, *, leader_epoch: int = 0,
                          origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
-        """Validate ``records``, assign offsets from the LEO and append them (Kafka's leader path)."""
+        """Validate ``records``, assign offsets from the LEO and append them (Kafka's leader path).
+
+        A retried batch of an idempotent producer (same epoch and sequence range as one of its last
+        five) is not written again: the returned info then names the offsets it already has.
+        """
         with self._lock:
             self._check_writable()
             info = analyze_and_validate_records(records, origin, assign_offsets=True,
                                                 max_message_bytes=self._config.max_message_bytes)
-            if info.shallow_count == 0:
+            if info.valid_bytes <= 0:
                 return info
             valid = trim_invalid_bytes(records, info)
             first_offset = self._end.offset
@@ -295,32 +447,31 @@ class Log:
                 source_compression=info.source_compression)
             info = info.with_validation_result(result, first_offset=first_offset,
                                                timestamp_type=self._config.message_timestamp_type)
-            info = _with_log_start(info, self._log_start_offset)
-            self._append(result.validated_records, info)
-            return info
+            return self._append(result.validated_records, info, origin)
 
     def append_as_follower(self, records: MemoryRecords) -> LogAppendInfo:
-        """Append ``records`` with the offsets they carry (Kafka's follower path)."""
+        """Append ``records`` with the offsets they carry (Kafka's follower path: no validation of
+        the records, max.message.bytes not enforced)."""
         with self._lock:
             self._check_writable()
             info = analyze_and_validate_records(records, AppendOrigin.REPLICATION, assign_offsets=False,
                                                 max_message_bytes=self._config.max_message_bytes,
                                                 ignore_record_size=True)
-            if info.shallow_count == 0:
+            if info.valid_bytes <= 0:
                 return info
             if not info.offsets_monotonic:
-                raise OffsetsOutOfOrderError(
-                    f"Out of order offsets found in append to {self._dir.name}")
+                raise OffsetsOutOfOrderError(f"Out of order offsets found in append to {self._dir.name}")
             valid = trim_invalid_bytes(records, info)
             first = info.first_or_last_offset_of_first_batch
             if first < self._end.offset:
+                what = "First offset" if info.first_offset >= 0 else "Last offset of the first batch"
                 raise UnexpectedAppendOffsetError(
-                    f"Unexpected offset in append to {self._dir.name}: first offset {first} is less than "
-                    f"the next offset {self._end.offset}")
-            self._append(valid, _with_log_start(info, self._log_start_offset))
-            return info
+                    f"Unexpected offset in append to {self._dir.name}: {what} {first} is less than the "
+                    f"next offset {self._end.offset} (last offset in append: {info.last_offset}, log start "
+                    f"offset {self._log_start_offset})")
+            return self._append(valid, info, AppendOrigin.REPLICATION)
 
-    def _append(self, validated: MemoryRecords, info: LogAppendInfo) -> None:
+    def _append(self, validated: MemoryRecords, info: LogAppendInfo, origin: AppendOrigin) -> LogAppendInfo:
         size = validated.size_in_bytes
         if size > self._config.segment_bytes:
             raise RecordBatchTooLargeError(
@@ -328,16 +479,69 @@ class Log:
                 f"the maximum configured segment size of {self._config.segment_bytes}.")
         segment = self._maybe_roll(size, info)
         batches = list(validated.batches())
+        updated, completed, duplicate = self._analyze_producer_state(segment, batches, origin)
+        if duplicate is not None:
+            return replace(info, first_offset=duplicate.first_offset, last_offset=duplicate.last_offset,
+                           log_append_time=duplicate.timestamp, log_start_offset=self._log_start_offset)
+        self._update_leader_epochs(batches)
         segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp, validated)
-        for batch in batches:
-            if batch.magic >= 2:
-                if self._leader_epoch_cache is not None and batch.partition_leader_epoch >= 0:
-                    self._leader_epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
-                aborted = self._producer_state.update(batch)
-                if aborted is not None:
-                    segment.update_txn_index(aborted)
+        state = self._producer_state
+        for append_info in updated:
+            state.update(append_info)
+        for txn in completed:
+            lso = state.last_stable_offset(txn)
+            if txn.is_aborted:
+                segment.update_txn_index(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
+            state.complete_txn(txn)
+        state.update_map_end_offset(info.last_offset + 1)
+        # Publish the transaction state before the new end (readers read them in the other order).
+        self._first_unstable = self._compute_first_unstable()
         self._end = _EndSnapshot(info.last_offset + 1, segment.base_offset, segment.size_in_bytes)
         self._maybe_flush_after_append()
+        return replace(info, log_start_offset=self._log_start_offset)
+
+    def _analyze_producer_state(
+        self, segment: LogSegment, batches: list[RecordBatch], origin: AppendOrigin
+    ) -> tuple[list[ProducerAppendInfo], list[CompletedTxn], BatchMetadata | None]:
+        """Kafka's ``analyzeAndValidateProducerState``: epoch/sequence checks (which raise), the
+        transactions the batches start or end, and a retried duplicate (which stops everything)."""
+        state = self._producer_state
+        updated: dict[int, ProducerAppendInfo] = {}
+        completed: list[CompletedTxn] = []
+        position = segment.size_in_bytes
+        for batch in batches:
+            if batch.magic >= MAGIC_V2 and batch.has_producer_id:
+                pid = batch.producer_id
+                if origin is AppendOrigin.CLIENT:
+                    entry = state.last_entry(pid)
+                    duplicate = entry.find_duplicate_batch(batch) if entry is not None else None
+                    if duplicate is not None:
+                        return [], [], duplicate
+                # Where a transaction starts is kept, so the LSO's byte position needs no lookup.
+                first_metadata = (LogOffsetMetadata(batch.base_offset, segment.base_offset, position)
+                                  if batch.is_transactional else None)
+                append_info = updated.get(pid)
+                if append_info is None:
+                    append_info = updated[pid] = state.prepare_update(pid, origin)
+                txn = append_info.append(batch, first_metadata)
+                if txn is not None:
+                    completed.append(txn)
+            position += batch.size_in_bytes
+        return list(updated.values()), completed, None
+
+    def _update_leader_epochs(self, batches: list[RecordBatch]) -> None:
+        cache = self._leader_epoch_cache
+        if cache is None:
+            return
+        for batch in batches:
+            if batch.magic >= MAGIC_V2:
+                if batch.partition_leader_epoch >= 0:
+                    cache.assign(batch.partition_leader_epoch, batch.base_offset)
+            elif cache.entries:
+                # Kafka: legacy data after epoch-stamped data makes the epochs unreliable; forget them.
+                log.warning("Clearing the leader epoch cache of %s after an append with message format v%d",
+                            self._dir.name, batch.magic)
+                cache.clear_and_flush()
 
     def _maybe_flush_after_append(self) -> None:
         c = self._config
@@ -348,14 +552,13 @@ class Log:
 
     def _maybe_roll(self, messages_size: int, info: LogAppendInfo) -> LogSegment:
         segment = self._segments.active_segment
-        now = self._time.milliseconds()
         params = RollParams(
             max_segment_ms=self._config.max_segment_ms,
             max_segment_bytes=self._config.segment_bytes,
             max_timestamp_in_messages=info.max_timestamp,
             max_offset_in_messages=info.last_offset,
             messages_size=messages_size,
-            now=now,
+            now=self._time.milliseconds(),
         )
         if not segment.should_roll(params):
             return segment
@@ -375,24 +578,34 @@ class Log:
         existing = self._segments.get(new_offset)
         if existing is not None:
             if existing is active and active.size_in_bytes == 0:
-                # An empty active segment at the same base: recreate it (Kafka's rule).
-                log.warning("Trying to roll a new segment at offset %d in %s: deleting the empty active "
+                # An empty active segment at the same base (e.g. its index was full): recreate it.
+                log.warning("Trying to roll a new segment at offset %d in %s: recreating the empty active "
                             "segment of the same base", new_offset, self._dir)
-                self._segments.remove(new_offset)
-                active.delete_if_exists()
+                self._mark_deleted(active)  # replaced in the map below, deleted later
             else:
                 raise KafkaStorageError(
                     f"Trying to roll a new log segment for {self._dir.name} with start offset {new_offset} "
                     f"which already exists as {existing!r}")
-        elif self._segments.last_segment is not None and new_offset < active.base_offset:
+        elif new_offset < active.base_offset:
             raise KafkaStorageError(
                 f"Trying to roll a new segment for {self._dir.name} with start offset {new_offset} lower "
                 f"than the active segment's base offset {active.base_offset}")
         else:
+            leftovers = [make(self._dir, new_offset) for make in (
+                segment_log_file, offset_index_file, time_index_file, transaction_index_file)]
+            for path in leftovers:
+                if path.exists():
+                    log.warning("Newly rolled segment file %s already exists; deleting it first", path)
+                    path.unlink()
             active.on_become_inactive_segment()
         segment = open_segment(self._dir, new_offset, self._config, self._time, file_already_exists=False)
         self._segments.add(segment)
         self._end = _EndSnapshot(self._end.offset, segment.base_offset, 0)
+        # A snapshot at the new base lets recovery of the new segment start there; the rolled
+        # segments are flushed, which moves the recovery point to the new base (Kafka does both).
+        self._producer_state.update_map_end_offset(new_offset)
+        self._producer_state.take_snapshot()
+        self._flush(new_offset, including_offset=False)
         return segment
 
     # --- reading ----------------------------------------------------------------------------
@@ -406,44 +619,66 @@ class Log:
              isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK,
              min_one_message: bool = True) -> FetchDataInfo:
         """Whole batches from the one holding ``start_offset``, at most ``max_length`` bytes (at least one
-        batch with ``min_one_message``), never past the isolation level's bound (Kafka's fetch)."""
-        end = self._end if not self._read_only else self._refreshed_end()
+        batch with ``min_one_message``), never past the isolation level's bound (Kafka's fetch).
+
+        ``OffsetOutOfRangeError`` outside [log start offset, LEO]. With ``TXN_COMMITTED`` the result
+        lists the aborted transactions overlapping what was read, as a fetch response does.
+        """
+        end = self._current_end()
         upper = self._upper_bound(isolation)
         if start_offset < self._log_start_offset or start_offset > end.offset:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {start_offset} for partition {self._dir.name}, "
                 f"but we only have log segments in the range {self._log_start_offset} to {end.offset}.")
-        segments = self._segments
-        empty = FetchDataInfo(LogOffsetMetadata(start_offset), MemoryRecords.EMPTY)
+        if max_length < 0:
+            raise IllegalArgumentError(f"Invalid max length {max_length} for a read from {self._dir.name}")
+        aborted: list[AbortedTxn] | None = [] if isolation is FetchIsolation.TXN_COMMITTED else None
         if start_offset >= upper:
-            return empty
-        upper_position = self._position_of(upper, end)
-        segment = segments.floor_segment(start_offset)
-        while segment is not None:
-            if segment.base_offset == upper_position[0]:
-                max_position = upper_position[1]
-            else:
-                max_position = segment.size_in_bytes
+            bound_base, bound_position = self._position_of(upper, end)
+            return FetchDataInfo(LogOffsetMetadata(start_offset, bound_base, bound_position)
+                                 if start_offset == upper else LogOffsetMetadata(start_offset),
+                                 MemoryRecords.EMPTY, False, aborted)
+        bound_base, bound_position = self._position_of(upper, end)
+        segment = self._segments.floor_segment(start_offset)
+        while segment is not None and segment.base_offset <= bound_base:
+            max_position = bound_position if segment.base_offset == bound_base else segment.size_in_bytes
             fetch = segment.read(start_offset, max_length, max_position, min_one_message)
             if fetch is not None:
-                if isolation is FetchIsolation.TXN_COMMITTED:
-                    aborted = self.collect_aborted_transactions(start_offset, upper)
-                    fetch = FetchDataInfo(fetch.fetch_offset_metadata, fetch.records,
-                                          fetch.first_entry_incomplete, aborted)
+                if aborted is not None:
+                    fetch = self._add_aborted_transactions(start_offset, segment, fetch, end)
                 return fetch
-            if segment.base_offset >= upper_position[0]:
-                break
-            segment = segments.higher_segment(segment.base_offset)
-        return empty
+            segment = self._segments.higher_segment(segment.base_offset)
+        return FetchDataInfo(LogOffsetMetadata(end.offset, end.segment_base_offset, end.position),
+                             MemoryRecords.EMPTY, False, aborted)
 
-    def _refreshed_end(self) -> _EndSnapshot:
-        self._refresh_read_only_end()
-        return self._end
+    def _add_aborted_transactions(self, start_offset: int, segment: LogSegment, fetch: FetchDataInfo,
+                                  end: _EndSnapshot) -> FetchDataInfo:
+        """Kafka's ``addAbortedTransactions``: the aborts overlapping [start, the first offset after
+        the fetched bytes), searched from this segment on until a txn index says it is complete."""
+        metadata = fetch.fetch_offset_metadata
+        start_position = OffsetPosition(metadata.message_offset, metadata.relative_position_in_segment)
+        upper = segment.fetch_upper_bound_offset(start_position, fetch.records.size_in_bytes)
+        if upper is None:
+            higher = self._segments.higher_segment(segment.base_offset)
+            upper = higher.base_offset if higher is not None else end.offset
+        found: list[AbortedTxn] = []
+        current: LogSegment | None = segment
+        while current is not None:
+            result = current.collect_aborted_txns(start_offset, upper)
+            found.extend(result.aborted_transactions)
+            if result.is_complete:
+                break
+            current = self._segments.higher_segment(current.base_offset)
+        return FetchDataInfo(fetch.fetch_offset_metadata, fetch.records, fetch.first_entry_incomplete, found)
 
     def _position_of(self, offset: int, end: _EndSnapshot) -> tuple[int, int]:
         """(segment base, byte position) of the batch boundary at ``offset`` (which is ≤ the LEO)."""
         if offset >= end.offset:
             return end.segment_base_offset, end.position
+        first_unstable = self._first_unstable
+        if (first_unstable is not None and first_unstable.message_offset == offset
+                and not first_unstable.message_offset_only):
+            return first_unstable.segment_base_offset, first_unstable.relative_position_in_segment
         segment = self._segments.floor_segment(offset)
         if segment is None:
             return end.segment_base_offset, 0
@@ -455,19 +690,20 @@ class Log:
 
     def batches(self, start_offset: int, end_offset: int | None = None, *,
                 isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> Iterator[RecordBatch]:
-        """Every whole batch overlapping [start_offset, end_offset), lazily, segment by segment.
+        """Every whole batch overlapping [start_offset, end_offset) below the isolation bound, lazily,
+        segment by segment.
 
-        Only segments that can hold the range are opened, and within the first one the offset index
-        finds where to start.
+        Only segments that can hold the range are touched, and within the first one the offset index
+        finds where to start. A start below the log start offset reads from the log start offset.
         """
-        end = self._end if not self._read_only else self._refreshed_end()
+        end = self._current_end()
         upper = self._upper_bound(isolation)
         stop = upper if end_offset is None else min(end_offset, upper)
         start = max(start_offset, self._log_start_offset)
         if start >= stop:
             return
         stop_base, stop_position = self._position_of(upper, end)
-        for segment in self._segments.values(start, stop) if stop > start else []:
+        for segment in self._segments.values(start, stop):
             if segment.base_offset > stop_base:
                 break
             found = segment.translate_offset(start) if segment.base_offset <= start else None
@@ -476,22 +712,25 @@ class Log:
             position = found.position if found is not None else 0
             limit = stop_position if segment.base_offset == stop_base else segment.size_in_bytes
             for batch in segment.log.batches(position, limit):
-                if batch.base_offset >= stop and batch.magic >= 2:
+                last_offset = batch.last_offset
+                if last_offset >= stop and batch.base_offset >= stop:
                     return
-                if batch.last_offset >= start:
+                if last_offset >= start:
                     yield batch
-                if batch.next_offset >= stop:
+                if last_offset + 1 >= stop:
                     return
 
     def records(self, start_offset: int, end_offset: int | None = None, *,
                 isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> Iterator[Record]:
         """Records with offsets in [start_offset, end_offset) as a consumer sees them: control records
-        hidden and, with ``TXN_COMMITTED``, the records of aborted transactions too."""
+        hidden and, with ``TXN_COMMITTED``, the records of aborted transactions too (read up to the
+        last stable offset)."""
         upper = self._upper_bound(isolation)
         stop = upper if end_offset is None else min(end_offset, upper)
-        aborted_filter = (AbortedFilter(self.collect_aborted_transactions(start_offset, stop))
+        start = max(start_offset, self._log_start_offset)
+        aborted_filter = (AbortedFilter(self.collect_aborted_transactions(start, stop))
                           if isolation is FetchIsolation.TXN_COMMITTED else None)
-        for batch in self.batches(start_offset, stop, isolation=isolation):
+        for batch in self.batches(start, stop, isolation=isolation):
             if aborted_filter is not None and aborted_filter.skip(batch):
                 continue
             if batch.is_control:
@@ -499,14 +738,15 @@ class Log:
             for record in batch.records():
                 if record.offset >= stop:
                     return
-                if record.offset >= start_offset:
+                if record.offset >= start:
                     yield record
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping [start_offset, upper_bound_offset), from the txn indexes."""
+        """Aborted transactions overlapping [start_offset, upper_bound_offset), from the txn indexes
+        (an abort may be indexed in a later segment than its data)."""
         found: list[AbortedTxn] = []
         segment = self._segments.floor_segment(start_offset) or self._segments.first_segment
-        while segment is not None and segment.base_offset < upper_bound_offset:
+        while segment is not None:
             result = segment.collect_aborted_txns(start_offset, upper_bound_offset)
             found.extend(result.aborted_transactions)
             if result.is_complete:
@@ -515,109 +755,149 @@ class Log:
         return found
 
     def offset_for_timestamp(self, target_timestamp: int) -> TimestampAndOffset | None:
-        """Kafka's ListOffsets: the first record with timestamp ≥ target (time index → offset index →
-        scan); -2 earliest, -1 latest, -3 the record with the largest timestamp."""
-        if target_timestamp == EARLIEST_TIMESTAMP:
+        """Kafka's ``fetchOffsetByTimestamp``: the first record with timestamp ≥ target in the first
+        segment whose largest timestamp reaches it (time index → offset index → scan; None if no
+        record there qualifies); -2 earliest and -1 latest (no timestamp), -3 the record with the
+        largest timestamp."""
+        if target_timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             start = self._log_start_offset
-            return TimestampAndOffset(NO_TIMESTAMP, start, self._epoch_for(start))
+            cache = self._leader_epoch_cache
+            earliest = cache.earliest_entry() if cache is not None else None
+            epoch = earliest.epoch if earliest is not None and earliest.start_offset <= start else None
+            return TimestampAndOffset(NO_TIMESTAMP, start, epoch)
         if target_timestamp == LATEST_TIMESTAMP:
-            leo = self.log_end_offset
-            return TimestampAndOffset(NO_TIMESTAMP, leo, self._latest_epoch())
+            return TimestampAndOffset(NO_TIMESTAMP, self.log_end_offset, self.latest_epoch)
+        if target_timestamp == LATEST_TIERED_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, -1, -1)  # no tiered storage: Kafka's answer
+        end = self._current_end()
         segments = list(self._segments)
         if target_timestamp == MAX_TIMESTAMP:
-            best = None
-            for segment in segments:
-                ts = segment.max_timestamp_so_far
-                if best is None or ts > best[0]:
-                    best = (ts, segment)
-            if best is None or best[0] < 0:
-                return None
-            offset = best[1].shallow_offset_of_max_timestamp_so_far
-            return TimestampAndOffset(best[0], offset, self._epoch_for(offset))
+            return self._max_timestamp_and_offset(segments, end)
         if target_timestamp < 0:
-            raise OffsetOutOfRangeError(f"Invalid target timestamp {target_timestamp} for {self._dir.name}")
+            raise IllegalArgumentError(f"Invalid target timestamp {target_timestamp} for {self._dir.name}")
         for segment in segments:
             if segment.largest_timestamp >= target_timestamp:
                 found = segment.find_offset_by_timestamp(target_timestamp, self._log_start_offset)
-                if found is not None and found.offset < self.log_end_offset:
-                    return found
+                return found if found is not None and found.offset < end.offset else None
         return None
 
-    def _epoch_for(self, offset: int) -> int | None:
-        cache = self._leader_epoch_cache
-        return cache.epoch_for_offset(offset) if cache is not None else None
-
-    def _latest_epoch(self) -> int | None:
-        cache = self._leader_epoch_cache
-        return cache.latest_epoch() if cache is not None else None
+    def _max_timestamp_and_offset(self, segments: list[LogSegment],
+                                  end: _EndSnapshot) -> TimestampAndOffset | None:
+        if not segments:
+            return None
+        best = segments[0]
+        for segment in segments[1:]:
+            if segment.max_timestamp_so_far > best.max_timestamp_so_far:
+                best = segment  # the first segment holding the maximum wins, as Kafka's maxBy
+        known = best.read_max_timestamp_and_offset_so_far()
+        if known.timestamp < 0:
+            return None
+        position = best.offset_index.lookup(known.offset).position
+        limit = end.position if best.base_offset == end.segment_base_offset else best.size_in_bytes
+        for batch in best.log.batches(position, limit):
+            if batch.max_timestamp != known.timestamp:
+                continue
+            if batch.magic == MAGIC_V0:
+                return None
+            columns = batch.decode_columns()
+            for timestamp, offset in zip(columns.timestamps, columns.offsets, strict=True):
+                if timestamp == known.timestamp:
+                    epoch = batch.partition_leader_epoch if batch.magic >= MAGIC_V2 else -1
+                    return TimestampAndOffset(timestamp, offset, epoch if epoch >= 0 else None)
+            return None
+        return None
 
     # --- flushing, truncation, deletion -----------------------------------------------------
 
     def flush(self, offset: int | None = None) -> None:
-        """fsync the segments holding data below ``offset`` (default: the LEO); advance the recovery point."""
+        """fsync the segments holding data below ``offset`` (default: everything, the active segment
+        included) and move the recovery point there."""
         with self._lock:
             self._check_writable()
-            target = self._end.offset if offset is None else min(offset, self._end.offset)
-            if target <= self._recovery_point:
-                return
-            for segment in self._segments.values(self._recovery_point, target + 1):
-                segment.flush()
-            if self._leader_epoch_cache is not None:
-                self._leader_epoch_cache.flush()
-            self._recovery_point = target
-            self._last_flush_ms = self._time.milliseconds()
+            if offset is None:
+                self._flush(self._end.offset, including_offset=True)
+            else:
+                self._flush(min(offset, self._end.offset), including_offset=False)
+
+    def _flush(self, offset: int, *, including_offset: bool) -> None:
+        flush_offset = offset + 1 if including_offset else offset
+        current = self._recovery_point
+        if flush_offset <= current:
+            return
+        flushed = self._segments.values(current, flush_offset)
+        for segment in flushed:
+            segment.flush()
+        if any(s.base_offset >= current for s in flushed):
+            fsync_directory(self._dir)  # a new segment file must survive a crash too
+        if self._leader_epoch_cache is not None:
+            self._leader_epoch_cache.flush()
+        if offset > self._recovery_point:
+            self._recovery_point = offset
+        self._last_flush_ms = self._time.milliseconds()
 
     def truncate_to(self, target_offset: int) -> bool:
         """Remove everything at and above ``target_offset`` (whole batches). Returns whether anything went."""
         with self._lock:
             self._check_writable()
             if target_offset < 0:
-                raise OffsetOutOfRangeError(f"Cannot truncate {self._dir.name} to a negative offset")
+                raise IllegalArgumentError(
+                    f"Cannot truncate partition {self._dir.name} to a negative offset ({target_offset})")
             if target_offset >= self._end.offset:
+                if self._leader_epoch_cache is not None:
+                    self._leader_epoch_cache.truncate_from_end(self._end.offset)
                 return False
             first = self._segments.first_segment
             if first is not None and first.base_offset > target_offset:
                 self.truncate_fully_and_start_at(target_offset)
                 return True
-            for segment in self._segments.higher_segments(target_offset):
-                if segment.base_offset > target_offset:
-                    self._remove_and_delete(segment)
+            doomed = [s for s in self._segments if s.base_offset > target_offset]
+            self._schedule_delete(doomed)
             active = self._segments.active_segment
             active.truncate_to(target_offset)
-            self._end = self._snapshot_end(active.read_next_offset())
-            self._recovery_point = min(self._recovery_point, self._end.offset)
-            self._log_start_offset = min(self._log_start_offset, target_offset)
+            new_end = active.read_next_offset()
+            self._recovery_point = min(self._recovery_point, new_end)
             if self._leader_epoch_cache is not None:
-                self._leader_epoch_cache.truncate_from_end(self._end.offset)
-            self._reload_producer_state()
+                self._leader_epoch_cache.truncate_from_end(new_end)
+            self._log_start_offset = min(self._log_start_offset, target_offset)
+            rebuild_producer_state(self._producer_state, self._segments, self._log_start_offset, new_end)
+            self._first_unstable = self._compute_first_unstable()
+            self._end = self._snapshot_end(new_end)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
-        """Delete every segment and start empty at ``new_offset``."""
+        """Delete every segment and start empty at ``new_offset`` (also the new log start offset)."""
         with self._lock:
             self._check_writable()
-            for segment in list(self._segments):
-                self._remove_and_delete(segment)
+            if new_offset < 0:
+                raise IllegalArgumentError(f"Cannot start partition {self._dir.name} at a negative offset")
+            old = list(self._segments)
+            same_base = self._segments.get(new_offset)
+            if same_base is not None:
+                self._mark_deleted(same_base)  # its files make way; it stays readable until replaced
+            # The new segment goes in before the old ones go, so the log is never without one.
             segment = open_segment(self._dir, new_offset, self._config, self._time, file_already_exists=False)
             self._segments.add(segment)
-            self._end = self._snapshot_end(new_offset)
+            self._schedule_delete([s for s in old if s.base_offset != new_offset])
             self._log_start_offset = new_offset
-            self._recovery_point = new_offset
+            self._recovery_point = min(self._recovery_point, new_offset)
             if self._leader_epoch_cache is not None:
                 self._leader_epoch_cache.clear_and_flush()
-            self._producer_state.truncate_and_reload()
+            self._producer_state.truncate_fully_and_start_at(new_offset)
+            self._first_unstable = None
+            self._end = self._snapshot_end(new_offset)
 
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
-        """DeleteRecords: raise the log start offset (never lower it, never past the high watermark)."""
+        """DeleteRecords: raise the log start offset (never lower it, never past the high watermark).
+        Segments wholly below it go at the next retention pass (or use :meth:`delete_records_before`)."""
         with self._lock:
             self._check_writable()
             if new_log_start_offset > self.high_watermark:
                 raise OffsetOutOfRangeError(
                     f"Cannot increment the log start offset of {self._dir.name} to {new_log_start_offset} "
-                    f"beyond the high watermark {self.high_watermark}")
+                    f"since it is larger than the high watermark {self.high_watermark}")
             if new_log_start_offset <= self._log_start_offset:
                 return False
-            self._log_start_offset = new_log_start_offset
+            self._set_log_start_offset(new_log_start_offset)
             return True
 
     def delete_records_before(self, offset: int) -> int:
@@ -629,65 +909,65 @@ class Log:
             return deleted
 
     def delete_old_segments(self) -> int:
-        """Retention (time, size, log start offset) over whole segments; returns how many were deleted."""
+        """Retention (log start offset, size, time — spec §10) over whole segments; returns how many
+        were deleted. Their files are renamed ``.deleted`` and removed after ``file.delete.delay.ms``
+        (by this or a later call, :meth:`delete_pending_files` or :meth:`close`)."""
         with self._lock:
             self._check_writable()
-            deleted = delete_old_segments(self)
             self.delete_pending_files()
-            return deleted
-
-    def _remove_and_delete(self, segment: LogSegment) -> None:
-        self._segments.remove(segment.base_offset)
-        segment.close()
-        segment.delete_if_exists()
+            return delete_old_segments(self)
 
     def _schedule_delete(self, segments: list[LogSegment]) -> None:
-        """Kafka's asynchronous delete: rename to ``.deleted`` now, remove the files after
-        ``file.delete.delay.ms`` (see :meth:`delete_pending_files`)."""
-        due_ms = self._time.milliseconds() + self._config.file_delete_delay_ms
+        """Kafka's asynchronous delete: out of the map and renamed ``.deleted`` now, the files removed
+        after ``file.delete.delay.ms``; readers that hold the segment keep reading its open files."""
         for segment in segments:
             self._segments.remove(segment.base_offset)
-            segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
-            segment.close()
-            self._pending_deletes.append((due_ms, segment))
+            self._mark_deleted(segment)
+
+    def _mark_deleted(self, segment: LogSegment) -> None:
+        segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+        self._pending_deletes.append((self._time.milliseconds() + self._config.file_delete_delay_ms, segment))
+        self._producer_state.delete_snapshot(segment.base_offset)
 
     def _set_log_start_offset(self, offset: int) -> None:
-        self._log_start_offset = max(self._log_start_offset, offset)
+        if offset <= self._log_start_offset:
+            return
+        self._log_start_offset = offset
+        if self._leader_epoch_cache is not None:
+            self._leader_epoch_cache.truncate_from_start(offset)
+        self._producer_state.on_log_start_offset_incremented(offset)
+        self._first_unstable = self._compute_first_unstable()
 
     def delete_pending_files(self, *, force: bool = False) -> int:
         """Remove the ``.deleted`` segments whose ``file.delete.delay.ms`` has passed (all with ``force``).
 
-        Readers that opened a segment before it was renamed keep reading their open files; the delay
-        gives them time to finish. Leftovers of a process that died are removed when the log is loaded.
+        Leftovers of a process that died are removed when the log is loaded.
         """
-        now = self._time.milliseconds()
-        due = [(t, s) for t, s in self._pending_deletes if force or t <= now]
-        self._pending_deletes = [(t, s) for t, s in self._pending_deletes if not (force or t <= now)]
-        for _, segment in due:
+        with self._lock:
+            now = self._time.milliseconds()
+            due = [s for t, s in self._pending_deletes if force or t <= now]
+            self._pending_deletes = [(t, s) for t, s in self._pending_deletes if not (force or t <= now)]
+        for segment in due:
+            segment.close_handlers()
             segment.delete_if_exists()
         return len(due)
-
-    def _reload_producer_state(self) -> None:
-        self._producer_state.truncate_and_reload()
-        for segment in self._segments:
-            for batch in segment.log.batches():
-                if batch.magic >= 2 and batch.is_transactional:
-                    self._producer_state.update(batch)
 
     # --- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close every segment (final time-index entry, indexes trimmed). Idempotent."""
+        """Snapshot the producer state, flush, and close every segment (final time-index entry,
+        indexes trimmed). Segments waiting for deletion are deleted now. Idempotent."""
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
-            if not self._read_only:
-                if self._leader_epoch_cache is not None:
-                    self._leader_epoch_cache.flush()
-                for segment in self._segments:
-                    segment.flush()
-            self._segments.close()
+            try:
+                if not self._read_only:
+                    self._producer_state.take_snapshot()
+                    self._flush(self._end.offset, including_offset=True)
+            finally:
+                self._closed = True
+                self._segments.close()
+                self.delete_pending_files(force=True)
 
     def delete(self) -> None:
         """Close the log and remove its directory."""
@@ -716,16 +996,10 @@ class AbortedFilter:
     def skip(self, batch: RecordBatch) -> bool:
         while self._pending and self._pending[0].first_offset <= batch.last_offset:
             self._active.add(self._pending.pop(0).producer_id)
-        if batch.magic < 2 or not batch.is_transactional:
+        if batch.magic < MAGIC_V2 or not batch.is_transactional:
             return False
         pid = batch.producer_id
         if batch.is_control:
             self._active.discard(pid)
             return True
         return pid in self._active
-
-
-def _with_log_start(info: LogAppendInfo, log_start_offset: int) -> LogAppendInfo:
-    from dataclasses import replace
-
-    return replace(info, log_start_offset=log_start_offset)

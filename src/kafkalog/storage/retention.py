@@ -26,8 +26,9 @@ def delete_old_segments(log: Log, *, log_start_offset_only: bool = False) -> int
     config = log.config
     deleted = _delete_matching(log, _log_start_offset_breach(log), "log start offset breach")
     if config.delete and not log_start_offset_only:
-        deleted += _delete_matching(log, _retention_ms_breach(log), "retention time breach")
+        # Kafka's order: size before time (each pass sees what the previous one left).
         deleted += _delete_matching(log, _retention_size_breach(log), "retention size breach")
+        deleted += _delete_matching(log, _retention_ms_breach(log), "retention time breach")
     return deleted
 
 
@@ -39,7 +40,7 @@ def _log_start_offset_breach(log: Log) -> Predicate:
 
 def _retention_ms_breach(log: Log) -> Predicate:
     retention_ms = log.config.retention_ms
-    now = log._time.milliseconds()
+    now = log.time.milliseconds()
 
     def breach(segment: LogSegment, next_segment: LogSegment | None) -> bool:
         return retention_ms >= 0 and now - segment.largest_timestamp > retention_ms
@@ -48,11 +49,12 @@ def _retention_ms_breach(log: Log) -> Predicate:
 
 def _retention_size_breach(log: Log) -> Predicate:
     retention_bytes = log.config.retention_bytes
-    diff = log.size_in_bytes - retention_bytes
+    size = log.size_in_bytes
+    diff = size - retention_bytes
 
     def breach(segment: LogSegment, next_segment: LogSegment | None) -> bool:
         nonlocal diff
-        if retention_bytes < 0 or diff - segment.size_in_bytes < 0:
+        if retention_bytes < 0 or size < retention_bytes or diff - segment.size_in_bytes < 0:
             return False
         diff -= segment.size_in_bytes
         return True
@@ -81,11 +83,13 @@ def _delete_matching(log: Log, predicate: Predicate, reason: str) -> int:
     if len(deletable) == len(log.segments):
         # The log always keeps a segment: roll an empty one so the last data segment can go.
         new_active = log._roll(log.log_end_offset)
-        deletable = [s for s in deletable if s is not new_active]
+        if deletable[-1].base_offset == new_active.base_offset:
+            deletable = deletable[:-1]  # that empty segment was recreated by the roll
     if not deletable:
         return 0
     following = log.segments.higher_segment(deletable[-1].base_offset)
-    log._schedule_delete(deletable)
+    # The log start offset moves first, so that no reader is sent to a segment that is going away.
     if following is not None:
         log._set_log_start_offset(following.base_offset)
+    log._schedule_delete(deletable)
     return len(deletable)
