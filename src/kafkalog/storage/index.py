@@ -333,13 +333,25 @@ class AbstractIndex:
             self.truncate()
             self.resize(self._max_index_size)
 
+    def truncate_to(self, offset: int) -> None:
+        """Remove all entries with an offset ≥ ``offset``; truncating above the last entry does nothing."""
+        with self._lock:
+            self._check_writable()
+            with self._remap_lock:
+                mm = self._mm
+                entries = self._entries
+                slot = self._slot_for(mm, entries, self._offset_at, offset, False)
+                if slot < 0 or mm is None:
+                    new_entries = 0
+                elif self._offset_at(mm, slot) == offset:
+                    new_entries = slot  # an exact match goes too
+                else:
+                    new_entries = slot + 1
+            self._truncate_to_entries(new_entries)
+
     def truncate(self) -> None:
         """Remove every entry (the file keeps its size)."""
         self._truncate_to_entries(0)
-
-    def truncate_to(self, offset: int) -> None:
-        """Remove all entries with an offset ≥ ``offset``; truncating above the last entry does nothing."""
-        raise NotImplementedError
 
     def _truncate_to_entries(self, entries: int) -> None:
         with self._lock:
@@ -600,21 +612,6 @@ class OffsetIndex(AbstractIndex):
             self._last_offset = offset
             self._entries += 1
 
-    def truncate_to(self, offset: int) -> None:
-        with self._lock:
-            self._check_writable()
-            with self._remap_lock:
-                mm = self._mm
-                entries = self._entries
-                slot = self._slot_for(mm, entries, self._offset_at, offset, False)
-                if slot < 0 or mm is None:
-                    new_entries = 0
-                elif self._offset_at(mm, slot) == offset:
-                    new_entries = slot  # an exact match goes too
-                else:
-                    new_entries = slot + 1
-            self._truncate_to_entries(new_entries)
-
     def sanity_check(self) -> None:
         """CorruptIndexError if the last offset is below the base offset or the length is not 8·n."""
         self._check_open()
@@ -745,21 +742,6 @@ class TimeIndex(AbstractIndex):
             _TIME_ENTRY.pack_into(mm, self._entries * 12, timestamp, relative)
             self._last_entry = TimestampOffset(timestamp, offset)
             self._entries += 1
-
-    def truncate_to(self, offset: int) -> None:
-        with self._lock:
-            self._check_writable()
-            with self._remap_lock:
-                mm = self._mm
-                entries = self._entries
-                slot = self._slot_for(mm, entries, self._offset_at, offset, False)
-                if slot < 0 or mm is None:
-                    new_entries = 0
-                elif self._offset_at(mm, slot) == offset:
-                    new_entries = slot
-                else:
-                    new_entries = slot + 1
-            self._truncate_to_entries(new_entries)
 
     def resize(self, new_size: int) -> bool:
         with self._lock:
