@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml setup.py src/kafkalog/records/_native.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[spark,test]'
 	touch $(STAMP)
 

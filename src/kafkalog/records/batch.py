@@ -472,6 +472,21 @@ class RecordBatch:
             f"Log entry at position {self._pos} (offset {self._offset}) has unsupported magic {magic}"
         )
 
+    def summarize(self) -> default_batch.RecordsSummary:
+        """Walk and check every record of a v2 batch, keeping only what LogValidator needs
+        (timestamp range, null keys, offset deltas); no object per record with the C walker."""
+        if self._magic != MAGIC_V2:
+            raise InvalidRecordError(f"summarize() needs a magic v2 batch, not magic {self._magic}")
+        self._v2()
+        return default_batch.summarize_records(
+            self._full(),
+            self._pos,
+            base_offset=self._offset,
+            attributes=self._attrs,
+            base_timestamp=self._base_ts,
+            count=self._count,
+        )
+
     def records(self) -> Iterator[Record]:
         """Deep iteration. Nothing is decoded until the first record is requested."""
         yield from self.decode_columns().to_records()

@@ -1,7 +1,9 @@
 """Magic v2 record batches and records (spec §3.5-3.7): decoding and building.
 
 Decoding works per batch: ``decode_columns`` turns the records area into parallel lists with one
-tight loop (1- and 2-byte varints are decoded inline; only longer ones call a helper). Structure
+tight loop. The loop runs in C (``_native.c``, loaded by ``native.py``) when the extension is built,
+else in Python here (1- and 2-byte varints decoded inline; only longer ones call a helper); both
+apply the same rules and say the same things, which the parity tests check. Structure
 checks follow Kafka's ``DefaultRecord.readFrom``/``DefaultRecordBatch.RecordIterator``: every record
 must consume exactly its declared length, the batch must hold exactly ``recordsCount`` records
 ("records still remaining") and running out of bytes is "premature EOF"; all of them raise
@@ -16,17 +18,20 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from crc32c import crc32c
 
 from kafkalog.errors import InvalidRecordError
 from kafkalog.records import compression
+from kafkalog.records.native import native
 from kafkalog.records.types import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     LOG_OVERHEAD,
     MAGIC_V2,
     NO_SEQUENCE,
+    NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
@@ -41,10 +46,16 @@ __all__ = [
     "NULL_VARINT",
     "VARINT_BYTES",
     "ZERO_VARINT",
+    "RecordsSummary",
     "build_batch",
     "compute_attributes",
     "decode_columns",
     "decode_records_area",
+    "decode_records_area_native",
+    "native_error",
+    "records_area",
+    "summarize_records",
+    "summarize_records_area",
     "encode_headers",
     "encode_record",
     "varlong_bytes",
@@ -235,6 +246,100 @@ def decode_records_area(
     return offsets, timestamps, keys, values, headers, deltas
 
 
+def native_error(e: ValueError, where: str) -> InvalidRecordError:
+    """The C walker's ValueError(message, record_index) as the Python walk would have said it."""
+    if len(e.args) != 2:
+        raise e
+    message, index = e.args
+    if index < 0:
+        return InvalidRecordError(f"{message} ({where})")
+    return InvalidRecordError(f"{message} ({where}, record {index})")
+
+
+def decode_records_area_native(
+    data: BytesLike,
+    pos: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    where: str,
+) -> tuple[list[int], list[int], list[bytes | None], list[bytes | None], list[tuple[Header, ...]], list[int]]:
+    """``decode_records_area`` in C: the same result, no copy of ``data`` needed."""
+    assert native is not None
+    try:
+        offsets, timestamps, keys, values, with_headers, deltas = native.decode_v2(
+            data, pos, count, base_offset, base_timestamp, log_append_time)
+    except ValueError as e:
+        raise native_error(e, where) from None
+    headers: list[tuple[Header, ...]] = [_EMPTY_HEADERS] * len(offsets)
+    for i, pairs in with_headers:
+        headers[i] = tuple([Header(k, v) for k, v in pairs])
+    return offsets, timestamps, keys, values, headers, deltas
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsSummary:
+    """What LogValidator needs to know of a v2 batch's records, decided without decoding them.
+
+    ``min_timestamp``/``max_timestamp`` ignore records whose timestamp is -1 (both are -1 when no
+    record has one); ``has_no_timestamp`` says whether some record's is -1; ``sequential_offsets``
+    whether the offset deltas are exactly 0, 1, ..., count - 1.
+    """
+
+    count: int
+    min_timestamp: int
+    max_timestamp: int
+    has_no_timestamp: bool
+    has_null_key: bool
+    sequential_offsets: bool
+
+
+def summarize_records_area(
+    data: BytesLike, pos: int, count: int, base_timestamp: int, where: str
+) -> RecordsSummary:
+    """Walk and check ``count`` records of ``data[pos:]`` (the rules of ``decode_records_area``),
+    keeping only a summary: no object per record with the C walker."""
+    if native is not None:
+        try:
+            lo, hi, no_ts, null_key, sequential = native.summarize_v2(data, pos, count, base_timestamp)
+        except ValueError as e:
+            raise native_error(e, where) from None
+        return RecordsSummary(count, lo, hi, no_ts, null_key, sequential)
+    _, timestamps, keys, _, _, deltas = decode_records_area(
+        bytes(data), pos, count, 0, base_timestamp, None, where)
+    stamps = [t for t in timestamps if t != NO_TIMESTAMP]
+    return RecordsSummary(
+        count,
+        min(stamps, default=NO_TIMESTAMP),
+        max(stamps, default=NO_TIMESTAMP),
+        len(stamps) != len(timestamps),
+        None in keys,
+        deltas == list(range(len(deltas))),
+    )
+
+
+def records_area(entry: memoryview, attributes: int) -> tuple[BytesLike, int]:
+    """(buffer, position) of a v2 batch's records: in place, or decompressed."""
+    codec = attributes & COMPRESSION_CODEC_MASK
+    if codec == 0:
+        return entry, RECORD_BATCH_OVERHEAD
+    return compression.decompress(codec, entry[RECORD_BATCH_OVERHEAD:], MAGIC_V2), 0
+
+
+def summarize_records(
+    entry: memoryview, position: int, *, base_offset: int, attributes: int, base_timestamp: int, count: int
+) -> RecordsSummary:
+    """``summarize_records_area`` of the v2 batch whose bytes are ``entry`` (decompressed if needed)."""
+    where = f"batch at position {position}, base offset {base_offset}"
+    if count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch ({where})")
+    if count == 0:
+        return RecordsSummary(0, NO_TIMESTAMP, NO_TIMESTAMP, False, False, True)
+    data, start = records_area(entry, attributes)
+    return summarize_records_area(data, start, count, base_timestamp, where)
+
+
 def decode_columns(
     entry: memoryview,
     position: int,
@@ -253,15 +358,14 @@ def decode_columns(
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch ({where})")
     if count == 0:
         return RecordColumns([], [], ts_type, [], [], [], [], [])
-    codec = attributes & COMPRESSION_CODEC_MASK
-    if codec == 0:
-        data = bytes(entry)
-        start = RECORD_BATCH_OVERHEAD
-    else:
-        data = compression.decompress(codec, entry[RECORD_BATCH_OVERHEAD:], MAGIC_V2)
-        start = 0
+    data, start = records_area(entry, attributes)
     log_append_time = max_timestamp if ts_type is TimestampType.LOG_APPEND_TIME else None
-    offsets, timestamps, keys, values, headers, deltas = decode_records_area(
+    if native is not None:
+        decode = decode_records_area_native
+    else:
+        decode = decode_records_area
+        data = bytes(data)  # the Python walk slices keys and values out of it: they must be bytes
+    offsets, timestamps, keys, values, headers, deltas = decode(
         data, start, count, base_offset, base_timestamp, log_append_time, where
     )
     if base_sequence >= 0:

@@ -42,6 +42,7 @@ from kafkalog.errors import (
     UnsupportedForMessageFormatError,
 )
 from kafkalog.records.batch import BytesLike, RecordBatch
+from kafkalog.records.default_batch import RecordsSummary
 from kafkalog.records.legacy import LegacyMessage
 from kafkalog.records.memory import MemoryRecords, MemoryRecordsBuilder
 from kafkalog.records.types import (
@@ -527,6 +528,26 @@ class LogValidator:
                 return False
         return True
 
+    def _summary_all_valid(self, batch: RecordBatch, summary: RecordsSummary) -> bool:
+        """:meth:`_v2_records_all_valid` decided from a ``RecordsSummary`` (no decoded records)."""
+        if batch.timestamp_type is TimestampType.LOG_APPEND_TIME:
+            return False
+        config = self._config
+        if config.compacted_topic and summary.has_null_key:
+            return False
+        # min_timestamp is -1 only when no record has a timestamp other than -1.
+        if config.timestamp_type is TimestampType.CREATE_TIME and summary.min_timestamp != NO_TIMESTAMP:
+            return not (self._now - summary.min_timestamp > config.timestamp_before_max_ms
+                        or summary.max_timestamp - self._now > config.timestamp_after_max_ms)
+        return True
+
+    @staticmethod
+    def _summary_max_timestamp(summary: RecordsSummary) -> int:
+        """The largest record timestamp, -1 included (what max() over every record gives)."""
+        if summary.has_no_timestamp:
+            return max(summary.max_timestamp, NO_TIMESTAMP)
+        return summary.max_timestamp
+
     def _validate_record(
         self, batch: RecordBatch, recs: _BatchRecords, i: int, batch_index: int
     ) -> _RecordError | None:
@@ -609,9 +630,16 @@ class LogValidator:
 
         for index, batch in enumerate(self._records.batches()):
             self._validate_batch(first, batch, index)
-            with _batch_context(index, batch):
-                recs = _BatchRecords(batch)
-            if self._v2_records_all_valid(batch, recs):
+            summary = None
+            if batch.magic >= MAGIC_V2:
+                # The hot path: walk the records without decoding them; decode only if some record
+                # may be invalid, to say which.
+                with _batch_context(index, batch):
+                    summary = batch.summarize()
+            if summary is not None and self._summary_all_valid(batch, summary):
+                offset_counter += summary.count
+                max_batch_timestamp = self._summary_max_timestamp(summary)
+            elif self._v2_records_all_valid(batch, recs := self._decode(index, batch)):
                 # Column-wise: nothing can fail, so skip the per-record calls (the hot path).
                 offset_counter += len(recs)
                 max_batch_timestamp = max(recs.timestamps, default=NO_TIMESTAMP)
@@ -661,6 +689,11 @@ class LogValidator:
             log_append_time_ms=now,
             next_offset=offset_counter,
         )
+
+    @staticmethod
+    def _decode(index: int, batch: RecordBatch) -> _BatchRecords:
+        with _batch_context(index, batch):
+            return _BatchRecords(batch)
 
     def _valid_prefix(self, end: int) -> MemoryRecords:
         """The patched copy, without any partial trailing bytes the caller did not trim."""
@@ -715,10 +748,21 @@ class LogValidator:
         if self._source_compression is CompressionType.NONE and first.is_control:
             in_place = True
 
+        record_count = 0
         for index, batch in enumerate(self._records.batches()):
             self._validate_batch(first, batch, index)
-            with _batch_context(index, batch):
-                recs = _BatchRecords(batch)
+            if in_place and batch.magic >= MAGIC_V2:
+                # Kept as is if every record is valid and its offsets are 0, 1, ...: a walk with no
+                # decoded records decides it (the usual compressed produce request).
+                with _batch_context(index, batch):
+                    summary = batch.summarize()
+                if (self._summary_all_valid(batch, summary) and summary.sequential_offsets
+                        and batch.base_offset == expected_inner_offset):
+                    expected_inner_offset += summary.count
+                    record_count += summary.count
+                    max_timestamp = max(max_timestamp, self._summary_max_timestamp(summary))
+                    continue
+            recs = self._decode(index, batch)
             errors: list[_RecordError] = []
             for i in range(len(recs)):
                 expected_offset = expected_inner_offset
@@ -735,12 +779,17 @@ class LogValidator:
                 else:
                     rows.append(self._row(recs, i))
             self._raise_record_errors(errors, index, batch)
+            record_count += len(recs)
 
         if not in_place:
+            if len(rows) != record_count:
+                # A summarised batch turned out to need a rebuild after all: decode it too.
+                rows = [self._row(recs, i) for index, batch in enumerate(self._records.batches())
+                        for recs in [self._decode(index, batch)] for i in range(len(recs))]
             return self._build(offset_counter, first, rows, target, self._level)
 
         # Only the (single) batch header changes; the compressed payload is kept as is.
-        offset_counter += len(rows)
+        offset_counter += record_count
         last_offset = offset_counter - 1
         first.set_last_offset(last_offset)
         if config.timestamp_type is TimestampType.LOG_APPEND_TIME:

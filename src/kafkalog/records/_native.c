@@ -1,0 +1,1177 @@
+/*
+ * kafkalog.records._native: the magic-v2 record walk in C.
+ *
+ * A v2 batch's records area is a run of variable-length records (spec §3.6):
+ *
+ *     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint
+ *     | keyLength varint | key | valueLength varint | value | headerCount varint | headers
+ *
+ * Walking it record by record is the one per-record cost of appending (the leader validates every
+ * record) and of reading (Spark wants every key and value).  In Python that walk runs at ~1 M
+ * records/s; here it runs at memory speed.  This file does nothing else: no I/O, no
+ * decompression, no batch headers -- those stay in Python (records/default_batch.py), which also
+ * keeps a pure-Python walk with exactly the same rules, used when this module is not built and as
+ * the oracle of the parity tests.
+ *
+ * Rules are those of Kafka's DefaultRecord.readFrom as the Python walk applies them: every record
+ * must end exactly where its length says, the area must hold exactly `count` records, running out
+ * of bytes is "premature EOF", varints longer than 5 (varlongs 10) bytes are refused, header
+ * counts must be non-negative and fit in the remaining bytes, header keys must have a
+ * non-negative length.  Nothing is ever allocated from a length read out of the data: the number
+ * of records is bounded by the area size (a record takes at least 7 bytes) and every key, value
+ * or header is bounds-checked before it is copied.
+ *
+ * Errors are raised as ValueError(message, record_index) (record_index -1 when the error concerns
+ * the whole area); the Python wrapper turns them into InvalidRecordError with the batch named.
+ *
+ * Three entry points:
+ *   decode_v2        -> Python lists (offsets, timestamps, keys, values, headers, offset deltas)
+ *   summarize_v2     -> what LogValidator needs about a batch, without creating any object per record
+ *   ColumnAccumulator.add_v2 -> Arrow-layout column buffers (bytearrays) for bulk readers
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The smallest possible record: seven one-byte fields (length, attributes, timestamp delta,
+ * offset delta, key length, value length, header count). */
+#define MIN_RECORD_BYTES 7
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------------------------- */
+
+enum {
+    E_EOF = 1,
+    E_VARINT_LONG,
+    E_VARLONG_LONG,
+    E_RECORD_SIZE,
+    E_HEADER_COUNT_NEGATIVE,
+    E_HEADER_COUNT_TOO_BIG,
+    E_HEADER_KEY_NEGATIVE,
+    E_TRAILING,
+    E_PYTHON, /* a Python exception is already set (MemoryError, ...) */
+};
+
+typedef struct {
+    int code;
+    long long a, b;
+} Err;
+
+static void raise_err(const Err *e, Py_ssize_t index)
+{
+    PyObject *msg = NULL;
+    switch (e->code) {
+    case E_EOF:
+        msg = PyUnicode_FromString("Incorrect declared batch size, premature EOF reached");
+        break;
+    case E_VARINT_LONG:
+        msg = PyUnicode_FromFormat("Varint is too long (more than 5 bytes) at position %lld", e->a);
+        break;
+    case E_VARLONG_LONG:
+        msg = PyUnicode_FromFormat("Varlong is too long (more than 10 bytes) at position %lld", e->a);
+        break;
+    case E_RECORD_SIZE:
+        msg = PyUnicode_FromFormat(
+            "Invalid record size: the record ends at byte %lld of the records data, but its length "
+            "field says byte %lld", e->a, e->b);
+        break;
+    case E_HEADER_COUNT_NEGATIVE:
+        msg = PyUnicode_FromFormat("Found invalid number of record headers %lld", e->a);
+        break;
+    case E_HEADER_COUNT_TOO_BIG:
+        msg = PyUnicode_FromFormat(
+            "Found invalid number of record headers. %lld is larger than the remaining size of the "
+            "buffer", e->a);
+        break;
+    case E_HEADER_KEY_NEGATIVE:
+        msg = PyUnicode_FromFormat("Invalid negative header key size %lld", e->a);
+        break;
+    case E_TRAILING:
+        msg = PyUnicode_FromFormat(
+            "Incorrect declared batch size, records still remaining in file (%lld bytes after %lld "
+            "records)", e->a, e->b);
+        index = -1;
+        break;
+    default:
+        return; /* E_PYTHON: already set */
+    }
+    if (msg == NULL)
+        return;
+    PyObject *args = Py_BuildValue("(Nn)", msg, index);
+    if (args != NULL) {
+        PyErr_SetObject(PyExc_ValueError, args);
+        Py_DECREF(args);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Varints (zig-zag), exactly as records/varint.py reads them
+ * ------------------------------------------------------------------------------------------- */
+
+static inline int read_varint(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, int32_t *out, Err *e)
+{
+    Py_ssize_t p = *pos;
+    if (p >= end) {
+        e->code = E_EOF;
+        return -1;
+    }
+    uint32_t b = d[p++];
+    if (b < 0x80) {
+        *out = (int32_t)((b >> 1) ^ (uint32_t)-(int32_t)(b & 1));
+        *pos = p;
+        return 0;
+    }
+    uint32_t result = b & 0x7F;
+    int shift = 7;
+    for (;;) {
+        if (p >= end) {
+            e->code = E_EOF;
+            return -1;
+        }
+        b = d[p++];
+        result |= (b & 0x7F) << shift; /* bits past 32 fall off, like the Python mask */
+        if (b < 0x80)
+            break;
+        shift += 7;
+        if (shift > 28) {
+            e->code = E_VARINT_LONG;
+            e->a = p - 5;
+            return -1;
+        }
+    }
+    *out = (int32_t)((result >> 1) ^ (uint32_t)-(int32_t)(result & 1));
+    *pos = p;
+    return 0;
+}
+
+static inline int read_varlong(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, int64_t *out, Err *e)
+{
+    Py_ssize_t p = *pos;
+    if (p >= end) {
+        e->code = E_EOF;
+        return -1;
+    }
+    uint64_t b = d[p++];
+    if (b < 0x80) {
+        *out = (int64_t)((b >> 1) ^ (uint64_t)-(int64_t)(b & 1));
+        *pos = p;
+        return 0;
+    }
+    uint64_t result = b & 0x7F;
+    int shift = 7;
+    for (;;) {
+        if (p >= end) {
+            e->code = E_EOF;
+            return -1;
+        }
+        b = d[p++];
+        result |= (b & 0x7F) << shift;
+        if (b < 0x80)
+            break;
+        shift += 7;
+        if (shift > 63) {
+            e->code = E_VARLONG_LONG;
+            e->a = p - 10;
+            return -1;
+        }
+    }
+    *out = (int64_t)((result >> 1) ^ (uint64_t)-(int64_t)(result & 1));
+    *pos = p;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * One record
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t ts_delta;
+    int32_t offset_delta;
+    Py_ssize_t key_pos;
+    int32_t key_len; /* < 0: null key */
+    Py_ssize_t value_pos;
+    int32_t value_len; /* < 0: null value */
+    int32_t header_count;
+    Py_ssize_t headers_pos; /* first header, after the count */
+} Rec;
+
+/* A byte string of `len` bytes at *pos (len < 0: null); advances *pos. */
+static inline int skip_bytes(Py_ssize_t end, Py_ssize_t *pos, int32_t len, Err *e)
+{
+    if (len > 0) {
+        if (len > end - *pos) {
+            e->code = E_EOF;
+            return -1;
+        }
+        *pos += len;
+    }
+    return 0;
+}
+
+/* Header walk shared by validation and copying: (key_pos, key_len, value_pos, value_len). */
+static inline int next_header(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Py_ssize_t *kp,
+                              int32_t *kl, Py_ssize_t *vp, int32_t *vl, Err *e)
+{
+    if (read_varint(d, end, pos, kl, e) < 0)
+        return -1;
+    if (*kl < 0) {
+        e->code = E_HEADER_KEY_NEGATIVE;
+        e->a = *kl;
+        return -1;
+    }
+    *kp = *pos;
+    if (skip_bytes(end, pos, *kl, e) < 0)
+        return -1;
+    if (read_varint(d, end, pos, vl, e) < 0)
+        return -1;
+    *vp = *pos;
+    return skip_bytes(end, pos, *vl, e);
+}
+
+static int parse_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *r, Err *e)
+{
+    int32_t length;
+    if (read_varint(d, end, pos, &length, e) < 0)
+        return -1;
+    Py_ssize_t rec_end = *pos + length;
+    *pos += 1; /* attributes: unused by any record-level rule */
+    if (read_varlong(d, end, pos, &r->ts_delta, e) < 0)
+        return -1;
+    if (read_varint(d, end, pos, &r->offset_delta, e) < 0)
+        return -1;
+    if (read_varint(d, end, pos, &r->key_len, e) < 0)
+        return -1;
+    r->key_pos = *pos;
+    if (skip_bytes(end, pos, r->key_len, e) < 0)
+        return -1;
+    if (read_varint(d, end, pos, &r->value_len, e) < 0)
+        return -1;
+    r->value_pos = *pos;
+    if (skip_bytes(end, pos, r->value_len, e) < 0)
+        return -1;
+    if (read_varint(d, end, pos, &r->header_count, e) < 0)
+        return -1;
+    r->headers_pos = *pos;
+    if (r->header_count < 0) {
+        e->code = E_HEADER_COUNT_NEGATIVE;
+        e->a = r->header_count;
+        return -1;
+    }
+    if (r->header_count > end - *pos) {
+        e->code = E_HEADER_COUNT_TOO_BIG;
+        e->a = r->header_count;
+        return -1;
+    }
+    for (int32_t h = 0; h < r->header_count; h++) {
+        Py_ssize_t kp, vp;
+        int32_t kl, vl;
+        if (next_header(d, end, pos, &kp, &kl, &vp, &vl, e) < 0)
+            return -1;
+    }
+    if (*pos != rec_end) {
+        e->code = E_RECORD_SIZE;
+        e->a = *pos;
+        e->b = rec_end;
+        return -1;
+    }
+    return 0;
+}
+
+static inline int check_area_end(Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, Err *e)
+{
+    if (pos != end) {
+        e->code = E_TRAILING;
+        e->a = end - pos;
+        e->b = count;
+        return -1;
+    }
+    return 0;
+}
+
+/* Java's long arithmetic: wrap around instead of overflowing (undefined in C). */
+static inline int64_t add64(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+/* The records area [pos, end) of `buf`, checked against the caller's arguments. */
+static int area_bounds(Py_buffer *buf, Py_ssize_t pos, Py_ssize_t count, Py_ssize_t *capacity)
+{
+    if (pos < 0 || pos > buf->len) {
+        PyErr_Format(PyExc_IndexError, "records area position %zd is outside a buffer of %zd bytes", pos,
+                     buf->len);
+        return -1;
+    }
+    if (count < 0) {
+        PyErr_Format(PyExc_ValueError, "negative record count %zd", count);
+        return -1;
+    }
+    /* Never size anything by the untrusted count: an area of n bytes holds at most n / 7 records
+     * (with more, the walk fails with premature EOF before reaching them). */
+    Py_ssize_t most = (buf->len - pos) / MIN_RECORD_BYTES;
+    *capacity = count < most ? count : most;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * decode_v2: Python lists, for RecordColumns
+ * ------------------------------------------------------------------------------------------- */
+
+static PyObject *bytes_or_none(const uint8_t *d, Py_ssize_t pos, int32_t len)
+{
+    if (len < 0)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)d + pos, len);
+}
+
+static PyObject *headers_tuple(const uint8_t *d, Py_ssize_t end, const Rec *r)
+{
+    /* Already validated by parse_record, so the walk cannot fail on structure. */
+    PyObject *out = PyTuple_New(r->header_count);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t pos = r->headers_pos;
+    Err e = {0, 0, 0};
+    for (int32_t h = 0; h < r->header_count; h++) {
+        Py_ssize_t kp, vp;
+        int32_t kl, vl;
+        if (next_header(d, end, &pos, &kp, &kl, &vp, &vl, &e) < 0) {
+            raise_err(&e, -1);
+            Py_DECREF(out);
+            return NULL;
+        }
+        /* Java decodes header keys leniently (malformed UTF-8 becomes U+FFFD); so do we. */
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)d + kp, kl, "replace");
+        PyObject *value = key ? bytes_or_none(d, vp, vl) : NULL;
+        if (value == NULL) {
+            Py_XDECREF(key);
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *pair = PyTuple_Pack(2, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (pair == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, h, pair);
+    }
+    return out;
+}
+
+PyDoc_STRVAR(decode_v2_doc,
+"decode_v2(data, pos, count, base_offset, base_timestamp, log_append_time) -> tuple\n\n"
+"Decode `count` records from data[pos:], which must end exactly after the last one.\n"
+"Returns (offsets, timestamps, keys, values, headers, offset_deltas) where headers is a list of\n"
+"(record_index, ((key_str, value_bytes_or_None), ...)) for the records that have any.\n"
+"log_append_time (or None) replaces every record timestamp.");
+
+static PyObject *decode_v2(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t pos, count;
+    long long base_offset, base_ts;
+    PyObject *lat_obj;
+    if (!PyArg_ParseTuple(args, "y*nnLLO:decode_v2", &buf, &pos, &count, &base_offset, &base_ts, &lat_obj))
+        return NULL;
+    PyObject *offsets = NULL, *timestamps = NULL, *keys = NULL, *values = NULL, *headers = NULL;
+    PyObject *deltas = NULL, *result = NULL, *lat_value = NULL;
+    Py_ssize_t cap;
+    if (area_bounds(&buf, pos, count, &cap) < 0)
+        goto done;
+    int have_lat = lat_obj != Py_None;
+    if (have_lat) {
+        long long lat = PyLong_AsLongLong(lat_obj);
+        if (lat == -1 && PyErr_Occurred())
+            goto done;
+        lat_value = PyLong_FromLongLong(lat);
+        if (lat_value == NULL)
+            goto done;
+    }
+    offsets = PyList_New(cap);
+    timestamps = PyList_New(cap);
+    keys = PyList_New(cap);
+    values = PyList_New(cap);
+    deltas = PyList_New(cap);
+    headers = PyList_New(0);
+    if (!offsets || !timestamps || !keys || !values || !deltas || !headers)
+        goto done;
+
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    Py_ssize_t end = buf.len;
+    Err e = {0, 0, 0};
+    Rec r;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
+            if (i >= cap)
+                e.code = E_EOF;
+            raise_err(&e, i);
+            goto done;
+        }
+        PyObject *o = PyLong_FromLongLong(add64(base_offset, r.offset_delta));
+        if (o == NULL)
+            goto done;
+        PyList_SET_ITEM(offsets, i, o);
+        PyObject *t;
+        if (have_lat) {
+            Py_INCREF(lat_value);
+            t = lat_value;
+        } else if ((t = PyLong_FromLongLong(add64(base_ts, r.ts_delta))) == NULL) {
+            goto done;
+        }
+        PyList_SET_ITEM(timestamps, i, t);
+        PyObject *dl = PyLong_FromLong(r.offset_delta);
+        if (dl == NULL)
+            goto done;
+        PyList_SET_ITEM(deltas, i, dl);
+        PyObject *k = bytes_or_none(d, r.key_pos, r.key_len);
+        if (k == NULL)
+            goto done;
+        PyList_SET_ITEM(keys, i, k);
+        PyObject *v = bytes_or_none(d, r.value_pos, r.value_len);
+        if (v == NULL)
+            goto done;
+        PyList_SET_ITEM(values, i, v);
+        if (r.header_count > 0) {
+            PyObject *hs = headers_tuple(d, end, &r);
+            if (hs == NULL)
+                goto done;
+            PyObject *item = Py_BuildValue("(nN)", i, hs);
+            if (item == NULL || PyList_Append(headers, item) < 0) {
+                Py_XDECREF(item);
+                goto done;
+            }
+            Py_DECREF(item);
+        }
+    }
+    if (check_area_end(pos, end, count, &e) < 0) {
+        raise_err(&e, -1);
+        goto done;
+    }
+    result = PyTuple_Pack(6, offsets, timestamps, keys, values, headers, deltas);
+done:
+    Py_XDECREF(offsets);
+    Py_XDECREF(timestamps);
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    Py_XDECREF(headers);
+    Py_XDECREF(deltas);
+    Py_XDECREF(lat_value);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * summarize_v2: LogValidator's view of a batch, with no object per record
+ * ------------------------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(summarize_v2_doc,
+"summarize_v2(data, pos, count, base_timestamp) -> tuple\n\n"
+"Walk and check `count` records of data[pos:] like decode_v2, creating no object per record.\n"
+"Returns (min_timestamp, max_timestamp, has_no_timestamp, has_null_key, sequential_offsets)\n"
+"where the min/max ignore records whose timestamp is -1 (NO_TIMESTAMP); with no such record\n"
+"they are -1. sequential_offsets: the offset deltas are exactly 0, 1, ..., count - 1.");
+
+static PyObject *summarize_v2(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t pos, count;
+    long long base_ts;
+    if (!PyArg_ParseTuple(args, "y*nnL:summarize_v2", &buf, &pos, &count, &base_ts))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t cap;
+    if (area_bounds(&buf, pos, count, &cap) < 0)
+        goto done;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    Py_ssize_t end = buf.len;
+    Err e = {0, 0, 0};
+    Rec r;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    int no_ts = 0, null_key = 0, sequential = 1, any_ts = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
+            if (i >= cap)
+                e.code = E_EOF;
+            raise_err(&e, i);
+            goto done;
+        }
+        int64_t ts = add64(base_ts, r.ts_delta);
+        if (ts == -1) {
+            no_ts = 1;
+        } else {
+            any_ts = 1;
+            if (ts < lo)
+                lo = ts;
+            if (ts > hi)
+                hi = ts;
+        }
+        null_key |= r.key_len < 0;
+        sequential &= r.offset_delta == i;
+    }
+    if (check_area_end(pos, end, count, &e) < 0) {
+        raise_err(&e, -1);
+        goto done;
+    }
+    if (!any_ts)
+        lo = hi = -1;
+    result = Py_BuildValue("(LLOOO)", (long long)lo, (long long)hi, no_ts ? Py_True : Py_False,
+                           null_key ? Py_True : Py_False, sequential ? Py_True : Py_False);
+done:
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * ColumnAccumulator: Arrow-layout buffers
+ * ------------------------------------------------------------------------------------------- */
+
+/* A growable buffer backed by a bytearray, so that take() hands it out without a copy. */
+typedef struct {
+    PyObject *ba;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} Buf;
+
+static int buf_grow(Buf *b, Py_ssize_t need)
+{
+    if (need > PY_SSIZE_T_MAX / 2) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t cap = b->cap ? b->cap : 1024;
+    while (cap < need)
+        cap *= 2;
+    if (b->ba == NULL) {
+        b->ba = PyByteArray_FromStringAndSize(NULL, cap);
+        if (b->ba == NULL)
+            return -1;
+    } else if (PyByteArray_Resize(b->ba, cap) < 0) {
+        return -1;
+    }
+    b->cap = cap;
+    return 0;
+}
+
+static inline int buf_reserve(Buf *b, Py_ssize_t extra)
+{
+    if (b->len + extra <= b->cap)
+        return 0;
+    return buf_grow(b, b->len + extra);
+}
+
+#define BUF_AT(b) ((uint8_t *)PyByteArray_AS_STRING((b)->ba) + (b)->len)
+
+static inline void put_i64(Buf *b, int64_t v)
+{
+    memcpy(BUF_AT(b), &v, 8);
+    b->len += 8;
+}
+
+static inline void put_i32(Buf *b, int32_t v)
+{
+    memcpy(BUF_AT(b), &v, 4);
+    b->len += 4;
+}
+
+/* Hands out the buffer (trimmed to its length) and leaves `b` empty. */
+static PyObject *buf_take(Buf *b)
+{
+    PyObject *out = b->ba;
+    if (out == NULL) {
+        out = PyByteArray_FromStringAndSize(NULL, 0);
+    } else if (PyByteArray_Resize(out, b->len) < 0) {
+        return NULL;
+    }
+    b->ba = NULL;
+    b->len = b->cap = 0;
+    return out;
+}
+
+static void buf_clear(Buf *b)
+{
+    Py_CLEAR(b->ba);
+    b->len = b->cap = 0;
+}
+
+/* A nullable binary (or string) column: validity bitmap, int32 end offsets, data. */
+typedef struct {
+    Buf validity; /* bit i set: row i is not null */
+    Buf offsets;  /* n + 1 int32, the first one 0 */
+    Buf data;
+    Py_ssize_t rows;
+    Py_ssize_t nulls;
+} BinCol;
+
+static int bincol_start(BinCol *c)
+{
+    if (c->offsets.len == 0) {
+        if (buf_reserve(&c->offsets, 4) < 0)
+            return -1;
+        put_i32(&c->offsets, 0);
+    }
+    return 0;
+}
+
+static int bincol_append(BinCol *c, const uint8_t *p, int32_t len)
+{
+    Py_ssize_t byte = c->rows >> 3;
+    if (byte >= c->validity.len) {
+        if (buf_reserve(&c->validity, 1) < 0)
+            return -1;
+        *BUF_AT(&c->validity) = 0;
+        c->validity.len++;
+    }
+    if (len >= 0) {
+        if ((Py_ssize_t)len > (Py_ssize_t)INT32_MAX - c->data.len) {
+            PyErr_SetString(PyExc_OverflowError,
+                            "more than 2 GiB of keys or values in one column chunk: take() more often");
+            return -1;
+        }
+        if (buf_reserve(&c->data, len) < 0)
+            return -1;
+        memcpy(BUF_AT(&c->data), p, len);
+        c->data.len += len;
+        ((uint8_t *)PyByteArray_AS_STRING(c->validity.ba))[byte] |= (uint8_t)(1u << (c->rows & 7));
+    } else {
+        c->nulls++;
+    }
+    if (buf_reserve(&c->offsets, 4) < 0)
+        return -1;
+    put_i32(&c->offsets, (int32_t)c->data.len);
+    c->rows++;
+    return 0;
+}
+
+static void bincol_clear(BinCol *c)
+{
+    buf_clear(&c->validity);
+    buf_clear(&c->offsets);
+    buf_clear(&c->data);
+    c->rows = c->nulls = 0;
+}
+
+/* (validity, null_count, offsets, data); leaves the column empty. */
+static PyObject *bincol_take(BinCol *c)
+{
+    if (bincol_start(c) < 0)
+        return NULL;
+    PyObject *v = buf_take(&c->validity);
+    PyObject *o = v ? buf_take(&c->offsets) : NULL;
+    PyObject *d = o ? buf_take(&c->data) : NULL;
+    PyObject *out = NULL;
+    if (d != NULL)
+        out = Py_BuildValue("(OnOO)", v, c->nulls, o, d);
+    Py_XDECREF(v);
+    Py_XDECREF(o);
+    Py_XDECREF(d);
+    c->rows = c->nulls = 0;
+    return out;
+}
+
+typedef struct {
+    PyObject_HEAD
+    int include_headers;
+    Py_ssize_t rows;
+    Buf offsets;    /* int64 */
+    Buf timestamps; /* int64, milliseconds */
+    Buf ts_types;   /* int32 */
+    BinCol keys;
+    BinCol values;
+    /* headers: list<struct<key: string, value: binary>>, a null list for a record without any */
+    Buf list_validity;
+    Buf list_offsets; /* n + 1 int32 into the header items */
+    Py_ssize_t list_nulls;
+    Py_ssize_t items;
+    BinCol hkeys;   /* never null */
+    BinCol hvalues;
+} Acc;
+
+static void acc_clear(Acc *a)
+{
+    buf_clear(&a->offsets);
+    buf_clear(&a->timestamps);
+    buf_clear(&a->ts_types);
+    bincol_clear(&a->keys);
+    bincol_clear(&a->values);
+    buf_clear(&a->list_validity);
+    buf_clear(&a->list_offsets);
+    bincol_clear(&a->hkeys);
+    bincol_clear(&a->hvalues);
+    a->rows = a->list_nulls = a->items = 0;
+}
+
+static int acc_init(Acc *a, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"include_headers", NULL};
+    int include_headers = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|p:ColumnAccumulator", kwlist, &include_headers))
+        return -1;
+    acc_clear(a);
+    a->include_headers = include_headers;
+    return 0;
+}
+
+static void acc_dealloc(Acc *a)
+{
+    acc_clear(a);
+    Py_TYPE(a)->tp_free((PyObject *)a);
+}
+
+static Py_ssize_t acc_len(Acc *a)
+{
+    return a->rows;
+}
+
+/* Standard UTF-8 validation (no overlongs, no surrogates, nothing above U+10FFFF), the rule
+ * Python's strict decoder applies. */
+static int utf8_valid(const uint8_t *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        Py_ssize_t k;
+        uint32_t cp;
+        if ((c & 0xE0) == 0xC0) {
+            k = 1;
+            cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            k = 2;
+            cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            k = 3;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (i + k >= n)
+            return 0; /* truncated sequence */
+        for (Py_ssize_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + j] & 0x3F);
+        }
+        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+/* Appends a header key, replacing malformed UTF-8 with U+FFFD as Python's "replace" does. */
+static int append_header_key(BinCol *c, const uint8_t *p, int32_t len)
+{
+    if (utf8_valid(p, len))
+        return bincol_append(c, p, len);
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)p, len, "replace");
+    if (s == NULL)
+        return -1;
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    int rc = u == NULL ? -1 : bincol_append(c, (const uint8_t *)u, (int32_t)n);
+    Py_DECREF(s);
+    return rc;
+}
+
+/* Start of a record's header list; `count` items follow via acc_header_item. */
+static int acc_headers_begin(Acc *a, Py_ssize_t count)
+{
+    Py_ssize_t row = a->rows;
+    if (a->list_offsets.len == 0) {
+        if (buf_reserve(&a->list_offsets, 4) < 0)
+            return -1;
+        put_i32(&a->list_offsets, 0);
+    }
+    if ((row >> 3) >= a->list_validity.len) {
+        if (buf_reserve(&a->list_validity, 1) < 0)
+            return -1;
+        *BUF_AT(&a->list_validity) = 0;
+        a->list_validity.len++;
+    }
+    if (count > 0)
+        ((uint8_t *)PyByteArray_AS_STRING(a->list_validity.ba))[row >> 3] |= (uint8_t)(1u << (row & 7));
+    else
+        a->list_nulls++;
+    if (count > INT32_MAX - a->items) {
+        PyErr_SetString(PyExc_OverflowError, "too many headers in one column chunk");
+        return -1;
+    }
+    a->items += count;
+    if (buf_reserve(&a->list_offsets, 4) < 0)
+        return -1;
+    put_i32(&a->list_offsets, (int32_t)a->items);
+    return 0;
+}
+
+/* Appends one row's fixed-width columns; the caller appends key, value and headers. */
+static inline void acc_fixed(Acc *a, int64_t offset, int64_t ts, int32_t ts_type)
+{
+    put_i64(&a->offsets, offset);
+    put_i64(&a->timestamps, ts);
+    put_i32(&a->ts_types, ts_type);
+}
+
+static int acc_reserve_fixed(Acc *a, Py_ssize_t rows)
+{
+    if (bincol_start(&a->keys) < 0 || bincol_start(&a->values) < 0)
+        return -1;
+    if (a->include_headers && (bincol_start(&a->hkeys) < 0 || bincol_start(&a->hvalues) < 0))
+        return -1;
+    return (buf_reserve(&a->offsets, 8 * rows) < 0 || buf_reserve(&a->timestamps, 8 * rows) < 0 ||
+            buf_reserve(&a->ts_types, 4 * rows) < 0) ? -1 : 0;
+}
+
+PyDoc_STRVAR(acc_add_v2_doc,
+"add_v2(data, pos, count, base_offset, base_timestamp, timestamp_type, log_append_time, start, end)\n"
+"-> int\n\n"
+"Walk and check every record of a v2 records area (data[pos:], exactly `count` records) and append\n"
+"those whose offset is in [start, end). Returns how many were appended. On an error nothing of\n"
+"this batch is kept.");
+
+static int acc_truncate(Acc *a, Py_ssize_t rows);
+
+static PyObject *acc_add_v2(Acc *a, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t pos, count;
+    long long base_offset, base_ts, start, stop;
+    int ts_type;
+    PyObject *lat_obj;
+    if (!PyArg_ParseTuple(args, "y*nnLLiOLL:add_v2", &buf, &pos, &count, &base_offset, &base_ts, &ts_type,
+                          &lat_obj, &start, &stop))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t cap, first_row = a->rows;
+    int have_lat = lat_obj != Py_None;
+    long long lat = 0;
+    if (have_lat) {
+        lat = PyLong_AsLongLong(lat_obj);
+        if (lat == -1 && PyErr_Occurred())
+            goto done;
+    }
+    if (area_bounds(&buf, pos, count, &cap) < 0 || acc_reserve_fixed(a, cap) < 0)
+        goto done;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    Py_ssize_t end = buf.len;
+    Err e = {0, 0, 0};
+    Rec r;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
+            if (i >= cap)
+                e.code = E_EOF;
+            raise_err(&e, i);
+            goto fail;
+        }
+        int64_t off = add64(base_offset, r.offset_delta);
+        if (off < start || off >= stop)
+            continue;
+        acc_fixed(a, off, have_lat ? lat : add64(base_ts, r.ts_delta), ts_type);
+        if (bincol_append(&a->keys, d + r.key_pos, r.key_len) < 0 ||
+            bincol_append(&a->values, d + r.value_pos, r.value_len) < 0)
+            goto fail;
+        if (a->include_headers) {
+            if (acc_headers_begin(a, r.header_count) < 0)
+                goto fail;
+            Py_ssize_t hp = r.headers_pos;
+            for (int32_t h = 0; h < r.header_count; h++) {
+                Py_ssize_t kp, vp;
+                int32_t kl, vl;
+                if (next_header(d, end, &hp, &kp, &kl, &vp, &vl, &e) < 0) {
+                    raise_err(&e, i);
+                    goto fail;
+                }
+                if (append_header_key(&a->hkeys, d + kp, kl) < 0 || bincol_append(&a->hvalues, d + vp, vl) < 0)
+                    goto fail;
+            }
+        }
+        a->rows++;
+    }
+    if (check_area_end(pos, end, count, &e) < 0) {
+        raise_err(&e, -1);
+        goto fail;
+    }
+    result = PyLong_FromSsize_t(a->rows - first_row);
+    goto done;
+fail:
+    acc_truncate(a, first_row);
+done:
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+/* Drops rows appended after `rows` (an add that failed halfway must leave nothing behind). */
+static void bincol_truncate(BinCol *c, Py_ssize_t rows)
+{
+    if (c->rows <= rows)
+        return;
+    uint8_t *valid = (uint8_t *)PyByteArray_AS_STRING(c->validity.ba);
+    Py_ssize_t nulls = 0;
+    for (Py_ssize_t i = rows; i < c->rows; i++)
+        nulls += !((valid[i >> 3] >> (i & 7)) & 1);
+    c->nulls -= nulls;
+    int32_t data_end;
+    memcpy(&data_end, PyByteArray_AS_STRING(c->offsets.ba) + 4 * rows, 4);
+    c->data.len = data_end;
+    c->offsets.len = 4 * (rows + 1);
+    c->validity.len = (rows + 7) >> 3;
+    if (rows & 7)
+        valid[rows >> 3] &= (uint8_t)((1u << (rows & 7)) - 1);
+    c->rows = rows;
+}
+
+static int acc_truncate(Acc *a, Py_ssize_t rows)
+{
+    /* A row is complete only once a->rows counts it; columns may hold one partial row more. */
+    Py_ssize_t items = 0;
+    bincol_truncate(&a->keys, rows);
+    bincol_truncate(&a->values, rows);
+    a->offsets.len = 8 * rows;
+    a->timestamps.len = 8 * rows;
+    a->ts_types.len = 4 * rows;
+    if (a->include_headers && a->list_offsets.len > 4 * rows) {
+        int32_t it;
+        memcpy(&it, PyByteArray_AS_STRING(a->list_offsets.ba) + 4 * rows, 4);
+        items = it;
+        uint8_t *valid = (uint8_t *)PyByteArray_AS_STRING(a->list_validity.ba);
+        Py_ssize_t listed = a->list_offsets.len / 4 - 1;
+        for (Py_ssize_t i = rows; i < listed; i++)
+            a->list_nulls -= !((valid[i >> 3] >> (i & 7)) & 1);
+        a->list_offsets.len = 4 * (rows + 1);
+        a->list_validity.len = (rows + 7) >> 3;
+        if (rows & 7)
+            valid[rows >> 3] &= (uint8_t)((1u << (rows & 7)) - 1);
+        a->items = items;
+        bincol_truncate(&a->hkeys, items);
+        bincol_truncate(&a->hvalues, items);
+    }
+    a->rows = rows;
+    return 0;
+}
+
+PyDoc_STRVAR(acc_add_rows_doc,
+"add_rows(offsets, timestamps, timestamp_types, keys, values, headers) -> None\n\n"
+"Append already decoded rows (parallel sequences; headers: per row a sequence of objects with\n"
+"`key` (str) and `value` (bytes or None) attributes). The path for legacy messages.");
+
+static int bytes_arg(PyObject *o, const uint8_t **p, int32_t *len)
+{
+    if (o == Py_None) {
+        *p = NULL;
+        *len = -1;
+        return 0;
+    }
+    if (!PyBytes_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "expected bytes or None, got %.100s", Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PyBytes_GET_SIZE(o);
+    if (n > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "a key or value of more than 2 GiB");
+        return -1;
+    }
+    *p = (const uint8_t *)PyBytes_AS_STRING(o);
+    *len = (int32_t)n;
+    return 0;
+}
+
+static PyObject *acc_add_rows(Acc *a, PyObject *args)
+{
+    PyObject *offs, *tss, *types, *keys, *values, *headers;
+    if (!PyArg_ParseTuple(args, "OOOOOO:add_rows", &offs, &tss, &types, &keys, &values, &headers))
+        return NULL;
+    PyObject *seqs[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    PyObject *src[6] = {offs, tss, types, keys, values, headers};
+    PyObject *result = NULL;
+    Py_ssize_t first_row = a->rows, n = -1;
+    for (int s = 0; s < 6; s++) {
+        seqs[s] = PySequence_Fast(src[s], "add_rows wants sequences");
+        if (seqs[s] == NULL)
+            goto done;
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(seqs[s]);
+        if (n >= 0 && len != n) {
+            PyErr_SetString(PyExc_ValueError, "add_rows: the sequences differ in length");
+            goto done;
+        }
+        n = len;
+    }
+    if (acc_reserve_fixed(a, n) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long off, ts;
+        long tt;
+        if (((off = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seqs[0], i))) == -1 && PyErr_Occurred()) ||
+            ((ts = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seqs[1], i))) == -1 && PyErr_Occurred()) ||
+            ((tt = PyLong_AsLong(PySequence_Fast_GET_ITEM(seqs[2], i))) == -1 && PyErr_Occurred()))
+            goto fail;
+        const uint8_t *kp, *vp;
+        int32_t kl, vl;
+        if (bytes_arg(PySequence_Fast_GET_ITEM(seqs[3], i), &kp, &kl) < 0 ||
+            bytes_arg(PySequence_Fast_GET_ITEM(seqs[4], i), &vp, &vl) < 0)
+            goto fail;
+        acc_fixed(a, off, ts, (int32_t)tt);
+        if (bincol_append(&a->keys, kp, kl) < 0 || bincol_append(&a->values, vp, vl) < 0)
+            goto fail;
+        if (a->include_headers) {
+            PyObject *hs = PySequence_Fast(PySequence_Fast_GET_ITEM(seqs[5], i), "headers must be sequences");
+            if (hs == NULL)
+                goto fail;
+            Py_ssize_t hn = PySequence_Fast_GET_SIZE(hs);
+            int bad = acc_headers_begin(a, hn) < 0;
+            for (Py_ssize_t h = 0; !bad && h < hn; h++) {
+                PyObject *hdr = PySequence_Fast_GET_ITEM(hs, h);
+                PyObject *k = PyObject_GetAttrString(hdr, "key");
+                PyObject *v = k ? PyObject_GetAttrString(hdr, "value") : NULL;
+                Py_ssize_t ksz;
+                const char *ku = v && PyUnicode_Check(k) ? PyUnicode_AsUTF8AndSize(k, &ksz) : NULL;
+                if (ku == NULL && !PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "a header key must be a str");
+                bad = ku == NULL || ksz > INT32_MAX || bincol_append(&a->hkeys, (const uint8_t *)ku, (int32_t)ksz) < 0 ||
+                      bytes_arg(v, &vp, &vl) < 0 || bincol_append(&a->hvalues, vp, vl) < 0;
+                Py_XDECREF(k);
+                Py_XDECREF(v);
+            }
+            Py_DECREF(hs);
+            if (bad)
+                goto fail;
+        }
+        a->rows++;
+    }
+    result = Py_NewRef(Py_None);
+    goto done;
+fail:
+    acc_truncate(a, first_row);
+done:
+    for (int s = 0; s < 6; s++)
+        Py_XDECREF(seqs[s]);
+    return result;
+}
+
+PyDoc_STRVAR(acc_take_doc,
+"take() -> tuple\n\n"
+"The accumulated rows as Arrow-layout buffers (bytearrays, native byte order), and empty the\n"
+"accumulator: (rows, offsets_i64, timestamps_ms_i64, timestamp_types_i32, keys, values, headers)\n"
+"where keys/values are (validity_bitmap, null_count, offsets_i32, data) and headers is None or\n"
+"(list_validity, list_null_count, list_offsets_i32, header_keys, header_values).");
+
+static PyObject *acc_take(Acc *a, PyObject *Py_UNUSED(ignored))
+{
+    Py_ssize_t rows = a->rows;
+    PyObject *offs = NULL, *tss = NULL, *types = NULL, *keys = NULL, *values = NULL, *headers = NULL;
+    PyObject *out = NULL;
+    if ((offs = buf_take(&a->offsets)) == NULL || (tss = buf_take(&a->timestamps)) == NULL ||
+        (types = buf_take(&a->ts_types)) == NULL || (keys = bincol_take(&a->keys)) == NULL ||
+        (values = bincol_take(&a->values)) == NULL)
+        goto done;
+    if (a->include_headers) {
+        if (a->list_offsets.len == 0) {
+            if (buf_reserve(&a->list_offsets, 4) < 0)
+                goto done;
+            put_i32(&a->list_offsets, 0);
+        }
+        PyObject *lv = buf_take(&a->list_validity);
+        PyObject *lo = lv ? buf_take(&a->list_offsets) : NULL;
+        PyObject *hk = lo ? bincol_take(&a->hkeys) : NULL;
+        PyObject *hv = hk ? bincol_take(&a->hvalues) : NULL;
+        if (hv != NULL)
+            headers = Py_BuildValue("(OnOOO)", lv, a->list_nulls, lo, hk, hv);
+        Py_XDECREF(lv);
+        Py_XDECREF(lo);
+        Py_XDECREF(hk);
+        Py_XDECREF(hv);
+        if (headers == NULL)
+            goto done;
+    } else {
+        headers = Py_NewRef(Py_None);
+    }
+    out = Py_BuildValue("(nOOOOOO)", rows, offs, tss, types, keys, values, headers);
+done:
+    Py_XDECREF(offs);
+    Py_XDECREF(tss);
+    Py_XDECREF(types);
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    Py_XDECREF(headers);
+    int include_headers = a->include_headers;
+    acc_clear(a);
+    a->include_headers = include_headers;
+    return out;
+}
+
+static PyObject *acc_nbytes(Acc *a, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(a->offsets.len + a->timestamps.len + a->ts_types.len + a->keys.data.len +
+                              a->values.data.len + a->hkeys.data.len + a->hvalues.data.len +
+                              4 * (a->keys.rows + a->values.rows + a->hkeys.rows + a->hvalues.rows));
+}
+
+static PyMethodDef acc_methods[] = {
+    {"add_v2", (PyCFunction)acc_add_v2, METH_VARARGS, acc_add_v2_doc},
+    {"add_rows", (PyCFunction)acc_add_rows, METH_VARARGS, acc_add_rows_doc},
+    {"take", (PyCFunction)acc_take, METH_NOARGS, acc_take_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef acc_getset[] = {
+    {"nbytes", (getter)acc_nbytes, NULL, "Bytes accumulated so far (data plus offsets).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods acc_as_sequence = {
+    .sq_length = (lenfunc)acc_len,
+};
+
+static PyTypeObject AccType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkalog.records._native.ColumnAccumulator",
+    .tp_doc = PyDoc_STR("Rows of one topic-partition accumulated as Arrow-layout column buffers."),
+    .tp_basicsize = sizeof(Acc),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)acc_init,
+    .tp_dealloc = (destructor)acc_dealloc,
+    .tp_methods = acc_methods,
+    .tp_getset = acc_getset,
+    .tp_as_sequence = &acc_as_sequence,
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Module
+ * ------------------------------------------------------------------------------------------- */
+
+static PyMethodDef module_methods[] = {
+    {"decode_v2", decode_v2, METH_VARARGS, decode_v2_doc},
+    {"summarize_v2", summarize_v2, METH_VARARGS, summarize_v2_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kafkalog.records._native",
+    .m_doc = "The magic-v2 record walk in C (see records/native.py).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    if (PyType_Ready(&AccType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&AccType);
+    if (PyModule_AddObject(m, "ColumnAccumulator", (PyObject *)&AccType) < 0) {
+        Py_DECREF(&AccType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
