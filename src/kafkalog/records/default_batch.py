@@ -252,7 +252,7 @@ def native_error(e: ValueError, where: str) -> InvalidRecordError:
         raise e
     message, index = e.args
     if index < 0:
-        return InvalidRecordError(f"{message} ({where})")
+        return InvalidRecordError(message.replace("{where}", where))
     return InvalidRecordError(f"{message} ({where}, record {index})")
 
 
