@@ -4,7 +4,8 @@ Workload: v2 batches of 100 records, key ~10 bytes, value ~90 bytes (compressibl
 codecs none, lz4 and zstd. *Encode* = append 100 records to a builder and build the batch bytes.
 *Decode* = deep iteration yielding offset, timestamp, key and value of every record (kafkalog via
 its columnar path ``RecordBatch.decode_columns``, which is what bulk readers use; the per-record
-``RecordBatch.records()`` path is reported too).
+``RecordBatch.records()`` path is reported too, and so are the same columnar decode on the
+pure-Python record walk, and ``ColumnAccumulator`` filling Arrow-layout buffers, Spark's path).
 
 Run: ``.venv/bin/python benchmarks/bench_records.py``.
 """
@@ -16,7 +17,8 @@ from collections.abc import Callable
 
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from kafkalog.records import CompressionType, MemoryRecordsBuilder, RecordBatch, TimestampType
+from kafkalog.records import CompressionType, MemoryRecordsBuilder, RecordBatch, TimestampType, default_batch
+from kafkalog.records.columnar import ColumnAccumulator
 
 RECORDS_PER_BATCH = 100
 T0 = 1_700_000_000_000
@@ -79,6 +81,19 @@ def _kafkalog_decode_columns(data: bytes) -> int:
     return n
 
 
+def _kafkalog_decode_python_walk(data: bytes) -> int:
+    saved, default_batch.native = default_batch.native, None
+    try:
+        return _kafkalog_decode_columns(data)
+    finally:
+        default_batch.native = saved
+
+
+def _kafkalog_decode_buffers(data: bytes, acc: ColumnAccumulator) -> int:
+    acc.add(RecordBatch(data))
+    return acc.take().rows
+
+
 def _kafkalog_decode_records(data: bytes) -> int:
     n = 0
     for r in RecordBatch(data).records():
@@ -109,11 +124,15 @@ def run() -> list[dict[str, object]]:
             [lambda c=codec: _kafkalog_encode(c, recs), lambda c=codec: _kp_encode(c, recs)],
             RECORDS_PER_BATCH,
         )
-        dec_cols, dec_recs, dec_kp = _best_rates(
+        acc = ColumnAccumulator()
+        assert _kafkalog_decode_buffers(theirs, acc) == RECORDS_PER_BATCH
+        dec_cols, dec_recs, dec_kp, dec_py, dec_buf = _best_rates(
             [
                 lambda d=ours: _kafkalog_decode_columns(d),
                 lambda d=ours: _kafkalog_decode_records(d),
                 lambda d=ours: _kp_decode(d),
+                lambda d=ours: _kafkalog_decode_python_walk(d),
+                lambda d=ours, a=acc: _kafkalog_decode_buffers(d, a),
             ],
             RECORDS_PER_BATCH,
         )
@@ -129,6 +148,9 @@ def run() -> list[dict[str, object]]:
                 "decode_kafka_python_rps": dec_kp,
                 "decode_ratio": dec_cols / dec_kp,
                 "decode_records_ratio": dec_recs / dec_kp,
+                "decode_python_walk_ratio": dec_py / dec_kp,
+                "decode_buffers_rps": dec_buf,
+                "decode_buffers_ratio": dec_buf / dec_kp,
             }
         )
     return rows
@@ -138,7 +160,8 @@ def _main() -> None:
     rows = run()
     print(
         f"{'codec':<6} {'bytes':>6} | {'enc kafkalog':>13} {'enc kafka-py':>13} {'ratio':>6} | "
-        f"{'dec columns':>12} {'dec records':>12} {'dec kafka-py':>13} {'ratio':>6} {'rec ratio':>9}"
+        f"{'dec columns':>12} {'dec records':>12} {'dec kafka-py':>13} {'ratio':>6} {'rec ratio':>9} "
+        f"{'py-walk ratio':>13} {'buffers':>12} {'ratio':>6}"
     )
     for r in rows:
         print(
@@ -146,7 +169,8 @@ def _main() -> None:
             f"{r['encode_kafka_python_rps']:>13,.0f} {r['encode_ratio']:>6.2f} | "
             f"{r['decode_kafkalog_rps']:>12,.0f} {r['decode_kafkalog_records_rps']:>12,.0f} "
             f"{r['decode_kafka_python_rps']:>13,.0f} {r['decode_ratio']:>6.2f} "
-            f"{r['decode_records_ratio']:>9.2f}"
+            f"{r['decode_records_ratio']:>9.2f} {r['decode_python_walk_ratio']:>13.2f} "
+            f"{r['decode_buffers_rps']:>12,.0f} {r['decode_buffers_ratio']:>6.2f}"
         )
     print("(records per second; ratio = kafkalog / kafka-python)")
 

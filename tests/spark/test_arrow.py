@@ -1,14 +1,24 @@
-"""Arrow schema and column building (no Spark session needed)."""
+"""Arrow schema and column building (no Spark session needed), with the C record walker and with
+the pure-Python one."""
 
 from __future__ import annotations
 
 import datetime as dt
 
+import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from kafkalog.records.types import Header, RecordColumns, TimestampType
+from kafkalog.records.memory import MemoryRecords
+from kafkalog.records.types import CompressionType, Header, RecordColumns, SimpleRecord, TimestampType
 from kafkalog.spark.arrow import ColumnBuilder, arrow_schema, spark_schema
+
+T0 = 1_700_000_000_000
+
+
+@pytest.fixture(params=[True, False], ids=["native", "python"])
+def use_native(request: pytest.FixtureRequest) -> bool:
+    return request.param
 
 
 @pytest.mark.parametrize("include_headers", [False, True])
@@ -16,43 +26,84 @@ def test_arrow_schema_is_what_spark_demands(include_headers):
     assert to_arrow_schema(spark_schema(include_headers), timezone="UTC") == arrow_schema(include_headers)
 
 
-def _cols(offsets, ts_type=TimestampType.CREATE_TIME, headers=None, ts_types=None):
-    n = len(offsets)
-    return RecordColumns(
-        list(offsets), [1_700_000_000_000 + o for o in offsets], ts_type,
-        [b"k%d" % o if o % 2 else None for o in offsets], [b"v%d" % o for o in offsets],
-        headers if headers is not None else [()] * n, [-1] * n, [], ts_types,
-    )
+def _batch(offsets, ts_type=TimestampType.CREATE_TIME, headers=None, magic=2,
+           codec=CompressionType.NONE):
+    offsets = list(offsets)
+    records = [
+        SimpleRecord(b"v%d" % o, b"k%d" % o if o % 2 else None, T0 + o,
+                     headers[i] if headers is not None else ())
+        for i, o in enumerate(offsets)
+    ]
+    built = MemoryRecords.with_records(magic, codec, records, offsets[0], timestamp_type=ts_type,
+                                       log_append_time=T0 + 999)
+    (batch,) = list(built.batches())
+    return batch
 
 
-def test_builder_trims_to_range_and_emits_columns():
-    b = ColumnBuilder("orders", 2, include_headers=False)
-    assert b.add(_cols(range(10, 20)), 15, None) == 5
-    assert b.add(_cols(range(20, 30), TimestampType.LOG_APPEND_TIME), None, 23) == 3
-    assert b.add(_cols(range(30, 40)), 0, 30) == 0
+def test_builder_trims_to_range_and_emits_columns(use_native):
+    b = ColumnBuilder("orders", 2, include_headers=False, use_native=use_native)
+    assert b.add(_batch(range(10, 20)), 15, None) == 5
+    assert b.add(_batch(range(20, 30), TimestampType.LOG_APPEND_TIME), None, 23) == 3
+    assert b.add(_batch(range(30, 40)), 0, 30) == 0
     rb = b.build()
     assert rb.schema == arrow_schema(False)
+    rb.validate(full=True)
     assert rb.column("offset").to_pylist() == [15, 16, 17, 18, 19, 20, 21, 22]
     assert rb.column("timestampType").to_pylist() == [0] * 5 + [1] * 3
     assert rb.column("key").to_pylist()[:2] == [b"k15", None]
+    assert rb.column("value").to_pylist()[-1] == b"v22"
     assert set(rb.column("topic").to_pylist()) == {"orders"}
     assert set(rb.column("partition").to_pylist()) == {2}
     assert rb.column("timestamp")[0].as_py() == dt.datetime.fromtimestamp(1_700_000_000.015, dt.UTC)
+    # LogAppendTime batches report the batch max timestamp for every record
+    assert rb.column("timestamp")[-1].as_py() == dt.datetime.fromtimestamp(1_700_000_000.999, dt.UTC)
     assert b.build() is None
 
 
-def test_headers_null_when_absent_and_list_when_present():
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.ZSTD, CompressionType.LZ4])
+def test_headers_null_when_absent_and_list_when_present(use_native, codec):
     hs = [(), (Header("a", b"1"), Header("b", None)), ()]
-    b = ColumnBuilder("t", 0, include_headers=True)
-    b.add(_cols([0, 1, 2], headers=hs))
-    col = b.build().column("headers").to_pylist()
-    assert col == [None, [{"key": "a", "value": b"1"}, {"key": "b", "value": None}], None]
-    b.add(_cols([3, 4]))
+    b = ColumnBuilder("t", 0, include_headers=True, use_native=use_native)
+    b.add(_batch([0, 1, 2], headers=hs, codec=codec))
+    rb = b.build()
+    rb.validate(full=True)
+    both = [{"key": "a", "value": b"1"}, {"key": "b", "value": None}]
+    assert rb.column("headers").to_pylist() == [None, both, None]
+    b.add(_batch([3, 4]))
     assert b.build().column("headers").to_pylist() == [None, None]
 
 
-def test_legacy_mixed_timestamp_types():
-    b = ColumnBuilder("t", 0, include_headers=False)
-    b.add(_cols([0, 1, 2], ts_types=[TimestampType.NO_TIMESTAMP_TYPE, TimestampType.CREATE_TIME,
-                                     TimestampType.CREATE_TIME]), 1, None)
-    assert b.build().column("timestampType").to_pylist() == [0, 0]
+def test_legacy_batches_and_mixed_timestamp_types(use_native):
+    b = ColumnBuilder("t", 0, include_headers=True, use_native=use_native)
+    assert b.add(_batch(range(5), magic=0, codec=CompressionType.GZIP), 1, None) == 4
+    assert b.add(_batch(range(5, 7), magic=1, ts_type=TimestampType.LOG_APPEND_TIME,
+                        codec=CompressionType.SNAPPY)) == 2
+    cols = RecordColumns([7, 8, 9], [-1, T0, T0], TimestampType.CREATE_TIME, [None] * 3, [b"x"] * 3,
+                         [()] * 3, [-1] * 3, [], [TimestampType.NO_TIMESTAMP_TYPE, TimestampType.CREATE_TIME,
+                                                  TimestampType.CREATE_TIME])
+    assert b.add_columns(cols, 8, None) == 2
+    rb = b.build()
+    rb.validate(full=True)
+    assert rb.column("offset").to_pylist() == [1, 2, 3, 4, 5, 6, 8, 9]
+    assert rb.column("timestampType").to_pylist() == [-1] * 4 + [1, 1, 0, 0]
+    assert rb.column("headers").null_count == 8
+
+
+def test_same_batches_from_both_walkers():
+    batches = [_batch(range(i, i + 7), headers=[(Header("h", b"%d" % j),) if j % 3 else () for j in range(7)])
+               for i in range(0, 70, 7)]
+    out = []
+    for native in (True, False):
+        b = ColumnBuilder("t", 3, include_headers=True, use_native=native)
+        for batch in batches:
+            b.add(batch, 3, 66)
+        out.append(b.build())
+    assert out[0].equals(out[1])
+    assert pa.Table.from_batches([out[0]]).num_rows == 63
+
+
+def test_timestamp_beyond_spark_range_is_one_clear_error(use_native):
+    b = ColumnBuilder("t", 0, include_headers=False, use_native=use_native)
+    b.add_columns(RecordColumns([0], [2**62], TimestampType.CREATE_TIME, [None], [b"v"], [()], [-1], []))
+    with pytest.raises(Exception, match="cannot be represented as a Spark timestamp"):
+        b.build()

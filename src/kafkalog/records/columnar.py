@@ -26,7 +26,7 @@ from kafkalog.errors import InvalidRecordError
 from kafkalog.records import default_batch
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.native import native
-from kafkalog.records.types import MAGIC_V2, Header, TimestampType
+from kafkalog.records.types import MAGIC_V2, Header, RecordColumns, TimestampType
 
 __all__ = ["BinaryColumn", "ColumnAccumulator", "ColumnChunk", "HeadersColumn"]
 
@@ -134,7 +134,12 @@ class ColumnAccumulator:
             except ValueError as e:
                 where = f"batch at position {batch.position}, base offset {batch.base_offset}"
                 raise default_batch.native_error(e, where) from None
-        cols = batch.decode_columns()
+        return self.add_columns(batch.decode_columns(), start, end)
+
+    def add_columns(self, cols: RecordColumns, start: int | None = None, end: int | None = None) -> int:
+        """Append already decoded records (the path of legacy messages); returns how many."""
+        lo = -(2**63) if start is None else start
+        hi = 2**63 - 1 if end is None else end
         offsets = cols.offsets
         i = bisect_left(offsets, lo) if offsets and offsets[0] < lo else 0
         j = bisect_left(offsets, hi) if offsets and offsets[-1] >= hi else len(offsets)
@@ -161,6 +166,10 @@ class ColumnAccumulator:
 
 
 # --- the pure-Python accumulator -----------------------------------------------------------------
+
+
+def _bytes_view(numbers: array) -> memoryview:
+    return memoryview(numbers).cast("B")
 
 
 class _PyBinary:
@@ -200,8 +209,8 @@ class _PyBinary:
         if rows & 7:
             self.validity[rows >> 3] &= (1 << (rows & 7)) - 1
 
-    def take(self) -> tuple[bytearray, int, bytes, bytearray]:
-        return (self.validity, self.nulls, self.offsets.tobytes(), self.data)
+    def take(self) -> tuple[bytearray, int, memoryview, bytearray]:
+        return (self.validity, self.nulls, _bytes_view(self.offsets), self.data)
 
 
 class _PyHeaders:
@@ -243,7 +252,7 @@ class _PyHeaders:
             self.validity[rows >> 3] &= (1 << (rows & 7)) - 1
 
     def take(self) -> tuple:
-        return (self.validity, self.nulls, self.offsets.tobytes(), self.keys.take(), self.values.take())
+        return (self.validity, self.nulls, _bytes_view(self.offsets), self.keys.take(), self.values.take())
 
 
 class _PyAccumulator:
@@ -313,7 +322,8 @@ class _PyAccumulator:
 
     def take(self) -> tuple:
         headers = self._headers.take() if self._include_headers else None
-        out = (self._rows, self._offsets.tobytes(), self._timestamps.tobytes(), self._types.tobytes(),
-               self._keys.take(), self._values.take(), headers)
+        # Writable byte views, like the C accumulator's bytearrays (readers may convert in place).
+        out = (self._rows, _bytes_view(self._offsets), _bytes_view(self._timestamps),
+               _bytes_view(self._types), self._keys.take(), self._values.take(), headers)
         self._reset()
         return out

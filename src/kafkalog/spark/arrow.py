@@ -5,21 +5,20 @@ Spark accepts a yielded ``pyarrow.RecordBatch`` only if its schema *equals*
 ``int64``, ``binary``, ``string``, ``timestamp[us, tz=UTC]``, a list item called ``element``).
 ``arrow_schema`` spells that out without importing pyspark; a test checks the two agree.
 
-Rows are never materialised as Python tuples: ``ColumnBuilder`` appends the parallel lists of
-each decoded record batch (``RecordColumns``) and turns them into Arrow arrays in one call per
-column, with numpy doing the per-row arithmetic (ms -> us).
+Rows are never materialised as Python tuples: ``ColumnBuilder`` has the records layer write each
+record batch's records straight into Arrow-layout buffers (``kafkalog.records.columnar``) and
+wraps them as Arrow arrays without a copy, with numpy doing the per-row arithmetic (ms -> us).
 """
 
 from __future__ import annotations
-
-from bisect import bisect_left
-from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from kafkalog.errors import InvalidRecordError
-from kafkalog.records.types import Header, RecordColumns
+from kafkalog.records.batch import RecordBatch
+from kafkalog.records.columnar import BinaryColumn, ColumnAccumulator, HeadersColumn
+from kafkalog.records.types import RecordColumns
 
 __all__ = [
     "DDL",
@@ -89,100 +88,84 @@ def spark_schema(include_headers: bool):  # -> pyspark.sql.types.StructType
 
 
 class ColumnBuilder:
-    """Accumulates decoded record batches of ONE topic-partition and emits Arrow record batches."""
+    """Accumulates the records of record batches of ONE topic-partition and emits Arrow record
+    batches.
 
-    __slots__ = ("_headers", "_include_headers", "_keys", "_offsets", "_partition", "_timestamps",
-                 "_topic", "_ts_type_runs", "_values")
+    The records go straight into Arrow-layout buffers (``kafkalog.records.columnar``; the C record
+    walker fills them without a Python object per record) and ``build`` wraps those buffers as
+    arrays without copying them. Only the timestamps are touched once more, ms -> us, in place.
+    """
 
-    def __init__(self, topic: str, partition: int, include_headers: bool) -> None:
+    __slots__ = ("_acc", "_include_headers", "_partition", "_topic")
+
+    def __init__(self, topic: str, partition: int, include_headers: bool, *,
+                 use_native: bool | None = None) -> None:
         self._topic = topic
         self._partition = partition
         self._include_headers = include_headers
-        self._reset()
-
-    def _reset(self) -> None:
-        self._offsets: list[int] = []
-        self._timestamps: list[int] = []
-        self._keys: list[bytes | None] = []
-        self._values: list[bytes | None] = []
-        self._headers: list[tuple[Header, ...]] = []
-        # (count, timestampType) runs: one run per batch, so no per-row list is needed.
-        self._ts_type_runs: list[tuple[int, int]] = []
+        self._acc = ColumnAccumulator(include_headers, use_native=use_native)
 
     def __len__(self) -> int:
-        return len(self._offsets)
+        return len(self._acc)
 
-    def add(self, cols: RecordColumns, start_offset: int | None = None, end_offset: int | None = None) -> int:
-        """Append the records of ``cols`` whose offset is in [start_offset, end_offset); returns how many."""
-        offsets = cols.offsets
-        lo = 0 if start_offset is None or not offsets or offsets[0] >= start_offset else bisect_left(
-            offsets, start_offset)
-        hi = len(offsets) if end_offset is None or not offsets or offsets[-1] < end_offset else bisect_left(
-            offsets, end_offset)
-        n = hi - lo
-        if n <= 0:
-            return 0
-        whole = lo == 0 and hi == len(offsets)
+    @property
+    def nbytes(self) -> int:
+        return self._acc.nbytes
 
-        def part(seq: list) -> list:
-            return seq if whole else seq[lo:hi]
+    def add(self, batch: RecordBatch, start_offset: int | None = None, end_offset: int | None = None) -> int:
+        """Append the records of ``batch`` whose offset is in [start_offset, end_offset); returns how many."""
+        return self._acc.add(batch, start_offset, end_offset)
 
-        self._offsets.extend(part(offsets))
-        self._timestamps.extend(part(cols.timestamps))
-        self._keys.extend(part(cols.keys))
-        self._values.extend(part(cols.values))
-        if self._include_headers:
-            self._headers.extend(part(cols.headers))
-        if cols.timestamp_types is None:
-            self._ts_type_runs.append((n, int(cols.timestamp_type)))
-        else:
-            # Only a legacy wrapper mixing v0 and v1 inner messages has per-record types.
-            self._ts_type_runs.extend((1, int(t)) for t in part(cols.timestamp_types))
-        return n
+    def add_columns(self, cols: RecordColumns, start_offset: int | None = None,
+                    end_offset: int | None = None) -> int:
+        """The same for records already decoded."""
+        return self._acc.add_columns(cols, start_offset, end_offset)
 
     def build(self) -> pa.RecordBatch | None:
         """The accumulated rows as one Arrow record batch (None when empty); the builder is emptied."""
-        n = len(self._offsets)
+        chunk = self._acc.take()
+        n = chunk.rows
         if n == 0:
             return None
-        ts_ms = np.fromiter(self._timestamps, dtype=np.int64, count=n)
-        if n and (int(ts_ms.max()) > _MAX_MS or int(ts_ms.min()) < -_MAX_MS):
-            bad = int(ts_ms.max()) if int(ts_ms.max()) > _MAX_MS else int(ts_ms.min())
+        ts = np.frombuffer(chunk.timestamps, dtype=np.int64)
+        hi, lo = int(ts.max()), int(ts.min())
+        if hi > _MAX_MS or lo < -_MAX_MS:
+            bad = hi if hi > _MAX_MS else lo
             raise InvalidRecordError(
                 f"Record timestamp {bad} ms in {self._topic}-{self._partition} cannot be represented as a "
                 "Spark timestamp"
             )
-        counts, types = zip(*self._ts_type_runs, strict=True)
-        ts_types = np.repeat(np.asarray(types, dtype=np.int32), np.asarray(counts, dtype=np.int64))
+        ts *= 1000  # in place: the accumulator's buffer is ours now
         columns = [
-            pa.array(self._keys, pa.binary()),
-            pa.array(self._values, pa.binary()),
+            _binary(pa.binary(), n, chunk.keys),
+            _binary(pa.binary(), n, chunk.values),
             pa.repeat(pa.scalar(self._topic, pa.string()), n),
             pa.repeat(pa.scalar(self._partition, pa.int32()), n),
-            pa.array(self._offsets, pa.int64()),
-            pa.array(ts_ms * 1000, _TS_TYPE),
-            pa.array(ts_types, pa.int32()),
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(chunk.offsets)]),
+            pa.Array.from_buffers(_TS_TYPE, n, [None, pa.py_buffer(chunk.timestamps)]),
+            pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(chunk.timestamp_types)]),
         ]
         if self._include_headers:
-            columns.append(headers_array(self._headers))
-        batch = pa.RecordBatch.from_arrays(columns, schema=arrow_schema(self._include_headers))
-        self._reset()
-        return batch
+            assert chunk.headers is not None
+            columns.append(_headers(n, chunk.headers))
+        return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(self._include_headers))
 
 
-def headers_array(headers: Sequence[tuple[Header, ...]]) -> pa.Array:
+def _binary(arrow_type: pa.DataType, n: int, col: BinaryColumn) -> pa.Array:
+    validity = pa.py_buffer(col.validity) if col.null_count else None
+    return pa.Array.from_buffers(arrow_type, n, [validity, pa.py_buffer(col.offsets), pa.py_buffer(col.data)],
+                                 null_count=col.null_count)
+
+
+def _headers(n: int, col: HeadersColumn) -> pa.Array:
     """``array<struct<key,value>>`` with a null entry for every record without headers (as Spark's
     Kafka source reports them)."""
-    n = len(headers)
-    if not any(headers):
+    if col.null_count == n:
         return pa.nulls(n, HEADERS_TYPE)
-    list_offsets = np.empty(n + 1, dtype=np.int32)
-    list_offsets[0] = 0
-    lengths = np.fromiter(map(len, headers), dtype=np.int32, count=n)
-    np.cumsum(lengths, out=list_offsets[1:])
-    flat = [h for hs in headers for h in hs]
-    keys = pa.array([h.key for h in flat], pa.string())
-    values = pa.array([h.value for h in flat], pa.binary())
-    items = pa.StructArray.from_arrays([keys, values], fields=list(_HEADER_STRUCT))
-    mask = pa.array(lengths == 0)
-    return pa.ListArray.from_arrays(pa.array(list_offsets), items, type=HEADERS_TYPE, mask=mask)
+    items = len(col.keys.offsets) // 4 - 1
+    keys = _binary(pa.string(), items, col.keys)
+    values = _binary(pa.binary(), items, col.values)
+    structs = pa.StructArray.from_arrays([keys, values], fields=list(_HEADER_STRUCT))
+    validity = pa.py_buffer(col.validity) if col.null_count else None
+    return pa.Array.from_buffers(HEADERS_TYPE, n, [validity, pa.py_buffer(col.offsets)],
+                                 null_count=col.null_count, children=[structs])

@@ -299,7 +299,7 @@ def read_range(part: KafkaLogInputPartition) -> Iterator[pa.RecordBatch]:
         builder = ColumnBuilder(part.topic, part.partition, part.include_headers)
         pending_bytes = 0
         for batch in visible_batches(plog, start, end, part.read_committed):
-            added = builder.add(batch.decode_columns(), start, end)
+            added = builder.add(batch, start, end)
             if added:
                 pending_bytes += batch.size_in_bytes
                 if len(builder) >= ARROW_BATCH_ROWS or pending_bytes >= ARROW_BATCH_BYTES:
