@@ -99,6 +99,35 @@ def iter_batches(
         pos += total
 
 
+def _iter_memory_batches(view: memoryview) -> Iterator[RecordBatch]:
+    """``iter_batches(view, in_memory=True)`` for a view that is already flat bytes (MemoryRecords
+    keeps one): the same rules and errors, with the per-call normalisation and option checks left
+    out — every append iterates its records several times."""
+    end = len(view)
+    pos = 0
+    unpack_size = _SIZE.unpack_from
+    while end - pos >= LOG_OVERHEAD:
+        (size,) = unpack_size(view, pos + 8)
+        if size < MIN_RECORD_SIZE:
+            raise CorruptRecordError(
+                f"Record size {size} at position {pos} is less than the minimum record "
+                f"overhead ({MIN_RECORD_SIZE})"
+            )
+        if end - pos < HEADER_SIZE_UP_TO_MAGIC:
+            return
+        magic = view[pos + MAGIC_OFFSET]
+        if magic > MAGIC_V2:  # bytes are unsigned: a negative magic shows up as > 127
+            raise CorruptRecordError(
+                f"Invalid magic found in record at position {pos}: {magic - 256 if magic > 127 else magic}"
+            )
+        total = LOG_OVERHEAD + size
+        if total > end - pos:
+            return
+        # A buffer holding exactly one entry (a typical produce) is handed over without a slice.
+        yield RecordBatch(view if total == end else view[pos : pos + total], pos)
+        pos += total
+
+
 class MemoryRecords:
     """A record set held in memory (what a produce request or a fetch carries)."""
 
@@ -134,7 +163,7 @@ class MemoryRecords:
         return self._valid_bytes
 
     def batches(self) -> Iterator[RecordBatch]:
-        return iter_batches(self._buf, in_memory=True)
+        return _iter_memory_batches(self._buf)
 
     def records(self) -> Iterator[Record]:
         for batch in self.batches():

@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 from kafkalog.errors import (
@@ -152,22 +152,29 @@ class LogAppendInfo:
         return self.last_offset - self.first_offset + 1
 
     def with_validation_result(
-        self, result: ValidationResult, *, first_offset: int, timestamp_type: TimestampType
+        self, result: ValidationResult, *, first_offset: int, timestamp_type: TimestampType,
+        log_start_offset: int | None = None,
     ) -> LogAppendInfo:
         """The info after offset assignment (what ``UnifiedLog.append`` stores back): offsets from
         ``first_offset`` to ``result.next_offset - 1``, the validator's max timestamp, and the append
-        time when the topic uses LogAppendTime."""
-        return replace(
-            self,
-            first_offset=first_offset,
-            last_offset=result.next_offset - 1,
-            max_timestamp=result.max_timestamp,
-            shallow_offset_of_max_timestamp=result.shallow_offset_of_max_timestamp,
-            log_append_time=(
-                result.log_append_time_ms
-                if timestamp_type is TimestampType.LOG_APPEND_TIME
-                else self.log_append_time
-            ),
+        time when the topic uses LogAppendTime (and ``log_start_offset`` if given)."""
+        # The constructor, not dataclasses.replace: this runs on every append.
+        lat = self.log_append_time
+        if timestamp_type is TimestampType.LOG_APPEND_TIME:
+            lat = result.log_append_time_ms
+        return LogAppendInfo(
+            first_offset,
+            result.next_offset - 1,
+            self.last_leader_epoch,
+            result.max_timestamp,
+            result.shallow_offset_of_max_timestamp,
+            self.source_compression,
+            self.valid_bytes,
+            self.last_offset_of_first_batch,
+            self.shallow_count,
+            self.offsets_monotonic,
+            lat,
+            self.log_start_offset if log_start_offset is None else log_start_offset,
         )
 
 
@@ -219,9 +226,11 @@ def analyze_and_validate_records(
     last_offsets: list[int] = []
     count = 0
 
+    client = origin is AppendOrigin.CLIENT
     for index, batch in enumerate(mrecords.batches()):
-        where = f"batch {index} at position {batch.position}"
-        if batch.magic >= MAGIC_V2 and origin is AppendOrigin.CLIENT and batch.base_offset != 0:
+        v2 = batch.magic >= MAGIC_V2
+        if v2 and client and batch.base_offset != 0:
+            where = _where(index, batch)
             raise InvalidRecordError(
                 f"The baseOffset of the record batch in the append should be 0, but it is "
                 f"{batch.base_offset} ({where})"
@@ -230,7 +239,7 @@ def analyze_and_validate_records(
         if count == 0:
             # Legacy wrappers only carry their last offset; the first needs decompression, so it stays
             # unknown until offsets are assigned (as in Kafka).
-            if batch.magic >= MAGIC_V2:
+            if v2:
                 first_offset = batch.base_offset
             last_offset_of_first_batch = batch_last
         if last_offset >= batch_last:
@@ -241,22 +250,24 @@ def analyze_and_validate_records(
 
         size = batch.size_in_bytes
         if not ignore_record_size and size > max_message_bytes:
+            where = _where(index, batch)
             raise RecordTooLargeError(
                 f"The record batch size in the append is {size} bytes which exceeds the maximum "
                 f"configured value of {max_message_bytes} ({where}, last offset {batch_last})"
             )
         if not batch.is_valid():
+            where = _where(index, batch)
             raise CorruptRecordError(
                 f"Record is corrupt (stored crc = {batch.checksum}) ({where}, last offset {batch_last})"
             )
-        if batch.max_timestamp > max_timestamp:
-            max_timestamp = batch.max_timestamp
+        batch_max = batch.max_timestamp
+        if batch_max > max_timestamp:
+            max_timestamp = batch_max
             shallow_offset_of_max_timestamp = batch_last
         valid_bytes += size
-        codec = batch.compression_type
-        if codec is not CompressionType.NONE:
+        if batch.is_compressed:
             # Only meaningful on the leader path, where a compressed append is a single batch.
-            source_compression = codec
+            source_compression = batch.compression_type
         count += 1
 
     if not assign_offsets and not monotonic:
@@ -311,18 +322,30 @@ class _RecordError:
 _Row = tuple[int, int, bytes | None, bytes | None, tuple[Header, ...]]
 
 
+def _where(index: int, batch: RecordBatch) -> str:
+    """How error messages name a batch of an append (built only when an error is raised)."""
+    return f"batch {index} at position {batch.position}"
+
+
+def _in_batch(e: KafkaLogError, index: int, batch: RecordBatch) -> KafkaLogError:
+    """``e`` with the batch index and position added (RecordValidationError already has them)."""
+    if isinstance(e, RecordValidationError):
+        return e
+    try:
+        return type(e)(f"{e} (batch {index} at position {batch.position})")
+    except TypeError:
+        return e
+
+
 @contextmanager
 def _batch_context(index: int, batch: RecordBatch) -> Iterator[None]:
     """Add the batch index and position to errors raised by the decoding/building layer."""
     try:
         yield
-    except RecordValidationError:
-        raise
     except KafkaLogError as e:
-        try:
-            wrapped = type(e)(f"{e} (batch {index} at position {batch.position})")
-        except TypeError:
-            raise e from None
+        wrapped = _in_batch(e, index, batch)
+        if wrapped is e:
+            raise
         raise wrapped from e
 
 
@@ -373,6 +396,7 @@ class LogValidator:
     :meth:`validate_messages_and_assign_offsets` once."""
 
     __slots__ = (
+        "_batches",
         "_buffer",
         "_config",
         "_level",
@@ -398,16 +422,20 @@ class LogValidator:
         # All in-place edits go to this private copy: the caller's buffer is never touched.
         self._buffer = bytearray(source.buffer)
         self._records = MemoryRecords(self._buffer)
+        # Iterated once: every step below walks the same batch objects (and edits their headers).
+        self._batches = list(self._records.batches())
         self._config = config
         self._now = now_ms
         self._partition_leader_epoch = partition_leader_epoch
         self._origin = origin
         if source_compression is None:
             source_compression = CompressionType.NONE
-            for batch in self._records.batches():
+            for batch in self._batches:
                 if batch.is_compressed:
                     source_compression = batch.compression_type
-        self._source_compression = CompressionType(source_compression)
+        if not isinstance(source_compression, CompressionType):
+            source_compression = CompressionType(source_compression)
+        self._source_compression = source_compression
         if config.target_compression is None:
             # compression.type=producer: keep the producer's codec at its default level.
             self._target_compression = self._source_compression
@@ -430,7 +458,7 @@ class LogValidator:
         target_magic = self._config.target_magic
         none = CompressionType.NONE
         if self._source_compression is none and self._target_compression is none:
-            if all(batch.magic == target_magic for batch in self._records.batches()):
+            if all(batch.magic == target_magic for batch in self._batches):
                 result = self._assign_offsets_non_compressed(offset_counter)
             else:
                 result = self._convert_and_assign_offsets_non_compressed(offset_counter)
@@ -451,64 +479,64 @@ class LogValidator:
 
     def _first_batch(self, single_batch_required: bool) -> RecordBatch:
         """The first batch; with v2 or compressed input it must also be the only one."""
-        batches = self._records.batches()
-        first = next(batches, None)
-        if first is None:
+        batches = self._batches
+        if not batches:
             raise InvalidRecordError("Record batch has no batches at all (empty record set)")
-        if first.magic >= MAGIC_V2 or single_batch_required:
-            extra = next(batches, None)
-            if extra is not None:
-                raise InvalidRecordError(
-                    f"Compressed outer record has more than one batch (second batch at position "
-                    f"{extra.position}; magic {first.magic}, codec {self._source_compression})"
-                )
+        first = batches[0]
+        if len(batches) > 1 and (first.magic >= MAGIC_V2 or single_batch_required):
+            raise InvalidRecordError(
+                f"Compressed outer record has more than one batch (second batch at position "
+                f"{batches[1].position}; magic {first.magic}, codec {self._source_compression})"
+            )
         return first
 
     def _validate_batch(self, first: RecordBatch, batch: RecordBatch, index: int) -> None:
         """Kafka's ``validateBatch``: batch-level rules; each failure raises at once."""
-        where = f"batch {index} at position {batch.position}"
-        if batch.magic != first.magic:
+        magic = batch.magic
+        if magic != first.magic:
             raise InvalidRecordError(
-                f"Batch magic {batch.magic} is not the same as the first batch's magic byte {first.magic} "
-                f"({where})"
+                f"Batch magic {magic} is not the same as the first batch's magic byte {first.magic} "
+                f"({_where(index, batch)})"
             )
         to_magic = self._config.target_magic
         if self._origin is AppendOrigin.CLIENT:
-            if batch.magic >= MAGIC_V2:
-                count_from_offsets = batch.last_offset - batch.base_offset + 1
-                if count_from_offsets <= 0:
+            if magic >= MAGIC_V2:
+                base, last, count = batch.base_offset, batch.last_offset, batch.record_count
+                if last - base + 1 <= 0:
                     raise InvalidRecordError(
-                        f"Batch has an invalid offset range: [{batch.base_offset}, {batch.last_offset}] "
-                        f"({where})"
+                        f"Batch has an invalid offset range: [{base}, {last}] ({_where(index, batch)})"
                     )
-                count = batch.record_count
                 if count <= 0:
-                    raise InvalidRecordError(f"Invalid reported count for record batch: {count} ({where})")
-                if count_from_offsets != count:
                     raise InvalidRecordError(
-                        f"Inconsistent batch offset range [{batch.base_offset}, {batch.last_offset}] and "
-                        f"count of records {count} ({where})"
+                        f"Invalid reported count for record batch: {count} ({_where(index, batch)})")
+                if last - base + 1 != count:
+                    raise InvalidRecordError(
+                        f"Inconsistent batch offset range [{base}, {last}] and count of records {count} "
+                        f"({_where(index, batch)})"
                     )
             if batch.is_control:
-                raise InvalidRecordError(f"Clients are not allowed to write control records ({where})")
+                raise InvalidRecordError(
+                    f"Clients are not allowed to write control records ({_where(index, batch)})")
             if batch.has_producer_id and batch.base_sequence < 0:
                 raise InvalidRecordError(
                     f"Invalid sequence number {batch.base_sequence} in record batch with producerId "
-                    f"{batch.producer_id} ({where})"
+                    f"{batch.producer_id} ({_where(index, batch)})"
                 )
-        if batch.is_transactional and to_magic < MAGIC_V2:
-            raise UnsupportedForMessageFormatError(
-                f"Transactional records cannot be used with magic version {to_magic} ({where})"
-            )
-        if batch.has_producer_id and to_magic < MAGIC_V2:
-            raise UnsupportedForMessageFormatError(
-                f"Idempotent records cannot be used with magic version {to_magic} ({where}, producerId "
-                f"{batch.producer_id})"
-            )
-        if batch.magic < MAGIC_V2 and batch.compression_type is CompressionType.ZSTD:
+        if to_magic < MAGIC_V2:
+            if batch.is_transactional:
+                raise UnsupportedForMessageFormatError(
+                    f"Transactional records cannot be used with magic version {to_magic} "
+                    f"({_where(index, batch)})"
+                )
+            if batch.has_producer_id:
+                raise UnsupportedForMessageFormatError(
+                    f"Idempotent records cannot be used with magic version {to_magic} "
+                    f"({_where(index, batch)}, producerId {batch.producer_id})"
+                )
+        if magic < MAGIC_V2 and batch.compression_type is CompressionType.ZSTD:
             # Kafka refuses zstd from any client that can still send magic 0/1 (produce request < v7).
             raise UnsupportedCompressionTypeError(
-                f"zstd compression is not supported for magic {batch.magic} ({where})"
+                f"zstd compression is not supported for magic {magic} ({_where(index, batch)})"
             )
 
     def _v2_records_all_valid(self, batch: RecordBatch, recs: _BatchRecords) -> bool:
@@ -628,14 +656,16 @@ class LogValidator:
         first = self._first_batch(single_batch_required=False)
         end = 0
 
-        for index, batch in enumerate(self._records.batches()):
+        for index, batch in enumerate(self._batches):
             self._validate_batch(first, batch, index)
             summary = None
             if batch.magic >= MAGIC_V2:
                 # The hot path: walk the records without decoding them; decode only if some record
                 # may be invalid, to say which.
-                with _batch_context(index, batch):
+                try:
                     summary = batch.summarize()
+                except KafkaLogError as e:
+                    raise _in_batch(e, index, batch) from e
             if summary is not None and self._summary_all_valid(batch, summary):
                 offset_counter += summary.count
                 max_batch_timestamp = self._summary_max_timestamp(summary)
@@ -706,7 +736,7 @@ class LogValidator:
     def _convert_and_assign_offsets_non_compressed(self, offset_counter: int) -> ValidationResult:
         first = self._first_batch(single_batch_required=False)
         rows: list[_Row] = []
-        for index, batch in enumerate(self._records.batches()):
+        for index, batch in enumerate(self._batches):
             self._validate_batch(first, batch, index)
             with _batch_context(index, batch):
                 recs = _BatchRecords(batch)
@@ -749,13 +779,15 @@ class LogValidator:
             in_place = True
 
         record_count = 0
-        for index, batch in enumerate(self._records.batches()):
+        for index, batch in enumerate(self._batches):
             self._validate_batch(first, batch, index)
             if in_place and batch.magic >= MAGIC_V2:
                 # Kept as is if every record is valid and its offsets are 0, 1, ...: a walk with no
                 # decoded records decides it (the usual compressed produce request).
-                with _batch_context(index, batch):
+                try:
                     summary = batch.summarize()
+                except KafkaLogError as e:
+                    raise _in_batch(e, index, batch) from e
                 if (self._summary_all_valid(batch, summary) and summary.sequential_offsets
                         and batch.base_offset == expected_inner_offset):
                     expected_inner_offset += summary.count
@@ -784,7 +816,7 @@ class LogValidator:
         if not in_place:
             if len(rows) != record_count:
                 # A summarised batch turned out to need a rebuild after all: decode it too.
-                rows = [self._row(recs, i) for index, batch in enumerate(self._records.batches())
+                rows = [self._row(recs, i) for index, batch in enumerate(self._batches)
                         for recs in [self._decode(index, batch)] for i in range(len(recs))]
             return self._build(offset_counter, first, rows, target, self._level)
 

@@ -34,6 +34,7 @@ from typing import Any, Final, Self
 
 from kafkalog.errors import CorruptRecordError, IllegalArgumentError, KafkaStorageError
 from kafkalog.records.batch import RecordBatch
+from kafkalog.records.memory import MemoryRecords
 from kafkalog.records.types import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -88,9 +89,14 @@ def _maybe_leader_epoch(epoch: int) -> int | None:
 
 def as_bytes_view(data: Any) -> memoryview:
     """A flat byte view of ``data``: bytes-like, or an object exposing ``buffer`` (MemoryRecords)."""
-    if not isinstance(data, bytes | bytearray | memoryview) and hasattr(data, "buffer"):
-        data = data.buffer
-    view = data if isinstance(data, memoryview) else memoryview(data)
+    if type(data) is memoryview:  # the append path passes views along; memoryview has no subclasses
+        view = data
+    elif type(data) is MemoryRecords:
+        return data.buffer  # always a flat byte view
+    else:
+        if not isinstance(data, bytes | bytearray | memoryview) and hasattr(data, "buffer"):
+            data = data.buffer
+        view = data if isinstance(data, memoryview) else memoryview(data)
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     return view
@@ -521,7 +527,8 @@ class FileRecords:
         """
         view = as_bytes_view(data)
         with self._lock:
-            self._check_writable()
+            if self._read_only or self._is_slice:
+                self._check_writable()
             size = self._size
             n = len(view)
             if n > MAX_INT32 - size:
@@ -531,7 +538,8 @@ class FileRecords:
             written = 0
             try:
                 while written < n:
-                    written += os.pwrite(fd, view[written:], size + written)
+                    # The whole view first; a new slice only after a short write.
+                    written += os.pwrite(fd, view[written:] if written else view, size + written)
             except OSError as e:
                 raise KafkaStorageError(
                     f"Failed to append {n} bytes at position {size} to {self._path}: {e}") from e

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import logging
 import shutil
+import struct
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import Enum
+from operator import attrgetter
 from pathlib import Path
-from typing import Self
+from typing import NamedTuple, Self
 
 from kafkalog.clock import SYSTEM_TIME, Time
 from kafkalog.errors import (
@@ -40,7 +42,16 @@ from kafkalog.errors import (
 )
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.memory import MemoryRecords
-from kafkalog.records.types import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP, Record
+from kafkalog.records.types import (
+    LOG_OVERHEAD,
+    MAGIC_V0,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    PRODUCER_ID_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+    Record,
+    TimestampType,
+)
 from kafkalog.records.validator import (
     AppendOrigin,
     LogAppendInfo,
@@ -68,7 +79,6 @@ from kafkalog.storage.log_segment import (
     LogOffsetMetadata,
     LogSegment,
     LogSegments,
-    RollParams,
     offset_index_file,
     time_index_file,
     transaction_index_file,
@@ -115,13 +125,74 @@ class FetchIsolation(Enum):
     TXN_COMMITTED = "txn_committed"
 
 
-@dataclass(frozen=True, slots=True)
-class _EndSnapshot:
-    """What a reader may see: the LEO and the byte position where it lies in its segment."""
+class _EndSnapshot(NamedTuple):
+    """What a reader may see: the LEO and the byte position where it lies in its segment. (A named
+    tuple: immutable as the readers need, and a new one is made for every append.)"""
 
     offset: int
     segment_base_offset: int
     position: int
+
+
+@dataclass(frozen=True, slots=True)
+class _AppendSettings:
+    """What every append reads from the config, derived once per ``LogConfig`` (which is immutable;
+    several of these are computed properties, and the validator config is a new object otherwise)."""
+
+    source: LogConfig
+    validator: ValidatorConfig
+    max_message_bytes: int
+    segment_bytes: int
+    max_segment_ms: int
+    timestamp_type: TimestampType
+    flush_messages: int
+    flush_ms: int
+
+    @classmethod
+    def of(cls, c: LogConfig) -> _AppendSettings:
+        validator = ValidatorConfig(
+            target_magic=c.target_magic,
+            target_compression=c.compression,
+            compression_level=c.compression_level,
+            timestamp_type=c.message_timestamp_type,
+            timestamp_before_max_ms=c.effective_message_timestamp_before_max_ms,
+            timestamp_after_max_ms=c.effective_message_timestamp_after_max_ms,
+            compacted_topic=c.compact,
+            max_message_bytes=c.max_message_bytes,
+        )
+        return cls(c, validator, c.max_message_bytes, c.segment_bytes, c.max_segment_ms,
+                   c.message_timestamp_type, c.flush_messages, c.flush_ms)
+
+
+# Base offset, size, partition leader epoch and magic: the first 17 bytes of a v2 batch.
+_V2_HEAD = struct.Struct(">qiib")
+_I64 = struct.Struct(">q")
+
+
+def _lone_v2_batch_without_producer(buffer: memoryview) -> tuple[int, int] | None:
+    """(base offset, partition leader epoch) when ``buffer`` is exactly one v2 batch with no producer id
+    — the usual non-idempotent produce, whose append has no producer state to check or update — else
+    None. Read from the header alone (the batch was validated before), without building batch views."""
+    if len(buffer) < RECORD_BATCH_OVERHEAD:
+        return None
+    base_offset, size, epoch, magic = _V2_HEAD.unpack_from(buffer, 0)
+    if (magic != MAGIC_V2 or size + LOG_OVERHEAD != len(buffer)
+            or _I64.unpack_from(buffer, PRODUCER_ID_OFFSET)[0] >= 0):
+        return None
+    return base_offset, epoch
+
+
+# ``replace(info, log_start_offset=...)`` without dataclasses.replace's per-call field introspection
+# (it runs once per append): the init fields' values in order, one of them swapped.
+_INFO_FIELDS = tuple(f.name for f in fields(LogAppendInfo) if f.init)
+_info_values = attrgetter(*_INFO_FIELDS)
+_INFO_LOG_START_AT = _INFO_FIELDS.index("log_start_offset")
+
+
+def _with_log_start_offset(info: LogAppendInfo, log_start_offset: int) -> LogAppendInfo:
+    values = list(_info_values(info))
+    values[_INFO_LOG_START_AT] = log_start_offset
+    return LogAppendInfo(*values)
 
 
 class Log:
@@ -132,6 +203,7 @@ class Log:
                  leader_epoch_cache: LeaderEpochCache | None) -> None:
         self._dir = directory
         self._config = config
+        self._settings: _AppendSettings | None = None  # built at the first append (it may raise)
         self._segments = segments
         self._time = time
         self._read_only = read_only
@@ -413,18 +485,11 @@ class Log:
 
     # --- appending --------------------------------------------------------------------------
 
-    def _validator_config(self) -> ValidatorConfig:
-        c = self._config
-        return ValidatorConfig(
-            target_magic=c.target_magic,
-            target_compression=c.compression,
-            compression_level=c.compression_level,
-            timestamp_type=c.message_timestamp_type,
-            timestamp_before_max_ms=c.effective_message_timestamp_before_max_ms,
-            timestamp_after_max_ms=c.effective_message_timestamp_after_max_ms,
-            compacted_topic=c.compact,
-            max_message_bytes=c.max_message_bytes,
-        )
+    def _append_settings(self) -> _AppendSettings:
+        settings = self._settings
+        if settings is None or settings.source is not self._config:  # first append, or a new config
+            settings = self._settings = _AppendSettings.of(self._config)
+        return settings
 
     def append_as_leader(self, records: MemoryRecords, *, leader_epoch: int = 0,
                          origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
@@ -435,27 +500,32 @@ class Log:
         """
         with self._lock:
             self._check_writable()
+            settings = self._append_settings()
             info = analyze_and_validate_records(records, origin, assign_offsets=True,
-                                                max_message_bytes=self._config.max_message_bytes)
+                                                max_message_bytes=settings.max_message_bytes)
             if info.valid_bytes <= 0:
                 return info
             valid = trim_invalid_bytes(records, info)
             first_offset = self._end.offset
+            # One clock reading per append: validation, the roll check and the flush check.
+            now = self._time.milliseconds()
             result = validate_messages_and_assign_offsets(
-                valid, offset_counter=first_offset, now_ms=self._time.milliseconds(),
-                config=self._validator_config(), partition_leader_epoch=leader_epoch, origin=origin,
+                valid, offset_counter=first_offset, now_ms=now,
+                config=settings.validator, partition_leader_epoch=leader_epoch, origin=origin,
                 source_compression=info.source_compression)
             info = info.with_validation_result(result, first_offset=first_offset,
-                                               timestamp_type=self._config.message_timestamp_type)
-            return self._append(result.validated_records, info, origin)
+                                               timestamp_type=settings.timestamp_type,
+                                               log_start_offset=self._log_start_offset)
+            return self._append(result.validated_records, info, origin, settings, now)
 
     def append_as_follower(self, records: MemoryRecords) -> LogAppendInfo:
         """Append ``records`` with the offsets they carry (Kafka's follower path: no validation of
         the records, max.message.bytes not enforced)."""
         with self._lock:
             self._check_writable()
+            settings = self._append_settings()
             info = analyze_and_validate_records(records, AppendOrigin.REPLICATION, assign_offsets=False,
-                                                max_message_bytes=self._config.max_message_bytes,
+                                                max_message_bytes=settings.max_message_bytes,
                                                 ignore_record_size=True)
             if info.valid_bytes <= 0:
                 return info
@@ -469,22 +539,35 @@ class Log:
                     f"Unexpected offset in append to {self._dir.name}: {what} {first} is less than the "
                     f"next offset {self._end.offset} (last offset in append: {info.last_offset}, log start "
                     f"offset {self._log_start_offset})")
-            return self._append(valid, info, AppendOrigin.REPLICATION)
+            return self._append(valid, info, AppendOrigin.REPLICATION, settings, self._time.milliseconds())
 
-    def _append(self, validated: MemoryRecords, info: LogAppendInfo, origin: AppendOrigin) -> LogAppendInfo:
+    def _append(self, validated: MemoryRecords, info: LogAppendInfo, origin: AppendOrigin,
+                settings: _AppendSettings, now: int) -> LogAppendInfo:
         size = validated.size_in_bytes
-        if size > self._config.segment_bytes:
+        if size > settings.segment_bytes:
             raise RecordBatchTooLargeError(
                 f"Message batch size is {size} bytes in append to partition {self._dir.name} which exceeds "
-                f"the maximum configured segment size of {self._config.segment_bytes}.")
-        segment = self._maybe_roll(size, info)
-        batches = list(validated.batches())
-        updated, completed, duplicate = self._analyze_producer_state(segment, batches, origin)
-        if duplicate is not None:
-            return replace(info, first_offset=duplicate.first_offset, last_offset=duplicate.last_offset,
-                           log_append_time=duplicate.timestamp, log_start_offset=self._log_start_offset)
-        self._update_leader_epochs(batches)
-        segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp, validated)
+                f"the maximum configured segment size of {settings.segment_bytes}.")
+        last_offset = info.last_offset
+        segment = self._maybe_roll(size, info, settings, now)
+        updated: list[ProducerAppendInfo]
+        completed: list[CompletedTxn]
+        lone = _lone_v2_batch_without_producer(validated.buffer)
+        if lone is not None:
+            # What _analyze_producer_state and _update_leader_epochs do for such a batch.
+            updated = completed = []
+            base_offset, epoch = lone
+            cache = self._leader_epoch_cache
+            if cache is not None and epoch >= 0:
+                cache.assign(epoch, base_offset)
+        else:
+            batches = list(validated.batches())
+            updated, completed, duplicate = self._analyze_producer_state(segment, batches, origin)
+            if duplicate is not None:
+                return replace(info, first_offset=duplicate.first_offset, last_offset=duplicate.last_offset,
+                               log_append_time=duplicate.timestamp, log_start_offset=self._log_start_offset)
+            self._update_leader_epochs(batches)
+        segment.append(last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp, validated)
         state = self._producer_state
         for append_info in updated:
             state.update(append_info)
@@ -493,12 +576,15 @@ class Log:
             if txn.is_aborted:
                 segment.update_txn_index(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
             state.complete_txn(txn)
-        state.update_map_end_offset(info.last_offset + 1)
-        # Publish the transaction state before the new end (readers read them in the other order).
-        self._first_unstable = self._compute_first_unstable()
-        self._end = _EndSnapshot(info.last_offset + 1, segment.base_offset, segment.size_in_bytes)
-        self._maybe_flush_after_append()
-        return replace(info, log_start_offset=self._log_start_offset)
+        state.update_map_end_offset(last_offset + 1)
+        if updated or completed:  # else no transaction started or ended: the first unstable offset stands
+            # Publish the transaction state before the new end (readers read them in the other order).
+            self._first_unstable = self._compute_first_unstable()
+        self._end = _EndSnapshot(last_offset + 1, segment.base_offset, segment.size_in_bytes)
+        self._maybe_flush_after_append(settings, now)
+        if info.log_start_offset == self._log_start_offset:
+            return info
+        return _with_log_start_offset(info, self._log_start_offset)
 
     def _analyze_producer_state(
         self, segment: LogSegment, batches: list[RecordBatch], origin: AppendOrigin
@@ -543,24 +629,16 @@ class Log:
                             self._dir.name, batch.magic)
                 cache.clear_and_flush()
 
-    def _maybe_flush_after_append(self) -> None:
-        c = self._config
-        now = self._time.milliseconds()
-        if (self._end.offset - self._recovery_point >= c.flush_messages
-                or now - self._last_flush_ms >= c.flush_ms):
+    def _maybe_flush_after_append(self, settings: _AppendSettings, now: int) -> None:
+        if (self._end.offset - self._recovery_point >= settings.flush_messages
+                or now - self._last_flush_ms >= settings.flush_ms):
             self.flush()
 
-    def _maybe_roll(self, messages_size: int, info: LogAppendInfo) -> LogSegment:
+    def _maybe_roll(self, messages_size: int, info: LogAppendInfo, settings: _AppendSettings,
+                    now: int) -> LogSegment:
         segment = self._segments.active_segment
-        params = RollParams(
-            max_segment_ms=self._config.max_segment_ms,
-            max_segment_bytes=self._config.segment_bytes,
-            max_timestamp_in_messages=info.max_timestamp,
-            max_offset_in_messages=info.last_offset,
-            messages_size=messages_size,
-            now=self._time.milliseconds(),
-        )
-        if not segment.should_roll(params):
+        if not segment.should_roll_for(settings.max_segment_ms, settings.segment_bytes, info.max_timestamp,
+                                       info.last_offset, messages_size, now):
             return segment
         # v2 appends know their first offset; legacy ones only their last, so Kafka bounds the base
         # offset from below by what still fits a 32-bit relative offset.

@@ -523,19 +523,26 @@ class LogSegment:
         size = len(view)
         if size == 0:
             return
-        self._check_writable()
-        physical_position = self._log.size_in_bytes
+        if self._read_only:
+            self._check_writable()
+        log = self._log
+        physical_position = log.size_in_bytes
         if physical_position == 0:
             self._rolling_based_timestamp = largest_timestamp
-        self._ensure_offset_in_range(largest_offset)
-        self._log.append(view)
-        if largest_timestamp > self.max_timestamp_so_far:
-            self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp,
-                                                                    shallow_offset_of_max_timestamp)
-        if self._bytes_since_last_index_entry > self._index_interval_bytes:
-            self.offset_index.append(largest_offset, physical_position)
+        # _ensure_offset_in_range, with the index kept for the entry below (once per batch).
+        offset_index = self._lazy_offset_index.get()
+        if not offset_index.can_append_offset(largest_offset):
+            self._ensure_offset_in_range(largest_offset)
+        log.append(view)
+        known = self._max_timestamp_and_offset_so_far
+        if known is None:
             known = self.read_max_timestamp_and_offset_so_far()
-            self.time_index.maybe_append(known.timestamp, known.offset)
+        if largest_timestamp > known.timestamp:
+            known = self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp,
+                                                                            shallow_offset_of_max_timestamp)
+        if self._bytes_since_last_index_entry > self._index_interval_bytes:
+            offset_index.append(largest_offset, physical_position)
+            self._lazy_time_index.get().maybe_append(known.timestamp, known.offset)
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
 
@@ -641,14 +648,23 @@ class LogSegment:
 
     def should_roll(self, roll_params: RollParams) -> bool:
         """Whether the next append (described by ``roll_params``) must go to a new segment (§5.7)."""
-        reached_roll_ms = (self.time_waited_for_roll(roll_params.now, roll_params.max_timestamp_in_messages)
-                           > roll_params.max_segment_ms - self._roll_jitter_ms)
+        p = roll_params
+        return self.should_roll_for(p.max_segment_ms, p.max_segment_bytes, p.max_timestamp_in_messages,
+                                    p.max_offset_in_messages, p.messages_size, p.now)
+
+    def should_roll_for(self, max_segment_ms: int, max_segment_bytes: int, max_timestamp_in_messages: int,
+                        max_offset_in_messages: int, messages_size: int, now: int) -> bool:
+        """:meth:`should_roll` with the ``RollParams`` fields as arguments (the per-append call)."""
         size = self._log.size_in_bytes
-        return (size > roll_params.max_segment_bytes - roll_params.messages_size
-                or (size > 0 and reached_roll_ms)
-                or self.offset_index.is_full()
-                or self.time_index.is_full()
-                or not self._can_convert_to_relative_offset(roll_params.max_offset_in_messages))
+        if size > max_segment_bytes - messages_size:
+            return True
+        if size > 0 and (self.time_waited_for_roll(now, max_timestamp_in_messages)
+                         > max_segment_ms - self._roll_jitter_ms):
+            return True
+        offset_index = self._lazy_offset_index.get()
+        return (offset_index.is_full()
+                or self._lazy_time_index.get().is_full()
+                or not offset_index.can_append_offset(max_offset_in_messages))
 
     def _load_first_batch_timestamp(self) -> None:
         if self._rolling_based_timestamp is None:
@@ -658,8 +674,10 @@ class LogSegment:
 
     def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
         """Message time since the first batch's timestamp if it has one, else wall time since creation."""
-        self._load_first_batch_timestamp()
         ts = self._rolling_based_timestamp
+        if ts is None:
+            self._load_first_batch_timestamp()
+            ts = self._rolling_based_timestamp
         if ts is not None and ts >= 0:
             return message_timestamp - ts
         return now - self._created
