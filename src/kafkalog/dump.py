@@ -61,6 +61,7 @@ from kafkalog.storage.log_segment import (
     TXN_INDEX_FILE_SUFFIX,
     offset_from_file_name,
 )
+from kafkalog.storage.producer_state import _decrement_sequence  # Kafka's decrementSequence
 from kafkalog.storage.txn_index import ABORTED_TXN_SIZE, AbortedTxn
 
 __all__ = [
@@ -74,8 +75,8 @@ __all__ = [
     "write_json",
 ]
 
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
+_OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
+_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 # Kafka's DumpLogSegments prefixes every deep-iteration line with this.
 RECORD_INDENT = "|"
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -178,30 +179,27 @@ class _RawIndex:
     dirty_tail: int | None
 
 
-def _read_offset_index(path: Path, base_offset: int) -> _RawIndex:
+def _read_raw_index(path: Path, base_offset: int, entry: struct.Struct, offset_column: int) -> _RawIndex:
+    """The entries of an offset index (``offset_column`` 0) or a time index (1): that column holds
+    the offset relative to ``base_offset``, made absolute here."""
     data = path.read_bytes()
-    count = len(data) // OFFSET_INDEX_ENTRY_SIZE
+    count = len(data) // entry.size
     entries = []
     used = count
-    for i in range(count):
-        rel, position = _OFFSET_ENTRY.unpack_from(data, i * OFFSET_INDEX_ENTRY_SIZE)
+    for i, (first, second) in enumerate(entry.iter_unpack(memoryview(data)[:count * entry.size])):
+        rel = second if offset_column else first
         if i > 0 and rel == 0 and used == count:
             used = i
-        entries.append((base_offset + rel, position))
-    return _RawIndex(len(data), entries, used, _first_nonzero(data, used * OFFSET_INDEX_ENTRY_SIZE))
+        entries.append((first, base_offset + rel) if offset_column else (base_offset + rel, second))
+    return _RawIndex(len(data), entries, used, _first_nonzero(data, used * entry.size))
+
+
+def _read_offset_index(path: Path, base_offset: int) -> _RawIndex:
+    return _read_raw_index(path, base_offset, _OFFSET_ENTRY, 0)
 
 
 def _read_time_index(path: Path, base_offset: int) -> _RawIndex:
-    data = path.read_bytes()
-    count = len(data) // TIME_INDEX_ENTRY_SIZE
-    entries = []
-    used = count
-    for i in range(count):
-        timestamp, rel = _TIME_ENTRY.unpack_from(data, i * TIME_INDEX_ENTRY_SIZE)
-        if i > 0 and rel == 0 and used == count:
-            used = i
-        entries.append((timestamp, base_offset + rel))
-    return _RawIndex(len(data), entries, used, _first_nonzero(data, used * TIME_INDEX_ENTRY_SIZE))
+    return _read_raw_index(path, base_offset, _TIME_ENTRY, 1)
 
 
 def _first_nonzero(data: bytes, start: int) -> int | None:
@@ -383,6 +381,25 @@ def _first_batch_at(records: FileRecords, position: int, max_size: int) -> Recor
         return None
 
 
+def _report_sanity(dump: FileDump, path: Path, failure: str | None) -> None:
+    """What ``--index-sanity-check`` prints for an index: that it passed, or Kafka's failure."""
+    if failure is None:
+        dump.messages.append(f"{path} passed sanity check.")
+    else:
+        dump.problems.append(Problem(path, failure))
+        dump.errors.append(failure)
+
+
+def _report_pairs(dump: FileDump, key: str, fields: tuple[str, str], pairs: list[tuple[int, int]],
+                  header: str, line: str) -> None:
+    """One kind of index finding: the pairs under ``key`` in the JSON tail and, when there are any,
+    Kafka's ``header`` and one ``line`` per pair on stderr."""
+    dump.summary[key] = [dict(zip(fields, pair, strict=True)) for pair in pairs]
+    if pairs:
+        dump.errors.append(header)
+        dump.errors.extend(line.format(*pair) for pair in pairs)
+
+
 def _dump_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterator[dict[str, Any]]:
     base_offset = _base_offset_of(path)
     log_path = _segment_file(path, LOG_FILE_SUFFIX)
@@ -392,18 +409,11 @@ def _dump_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterator[di
         dump.messages.append(f"{path} is empty.")
         return
     if options.index_sanity_check:
-        failure = _offset_index_sanity(path, base_offset, raw)
-        if failure is None:
-            dump.messages.append(f"{path} passed sanity check.")
-        else:
-            dump.problems.append(Problem(path, failure))
-            dump.errors.append(failure)
+        _report_sanity(dump, path, _offset_index_sanity(path, base_offset, raw))
         return
     mismatches: list[tuple[int, int]] = []
     with FileRecords.open(log_path, read_only=True) as records:
-        for i, (offset, position) in enumerate(raw.entries):
-            if offset == base_offset and i > 0:
-                break  # the zero-filled tail of a preallocated index
+        for i, (offset, position) in enumerate(raw.entries[:raw.used]):  # not the zero-filled tail
             batch = _first_batch_at(records, position, options.max_message_size)
             log_offset = -1 if batch is None else batch.last_offset
             if log_offset != offset:
@@ -414,10 +424,8 @@ def _dump_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterator[di
                     position=i * OFFSET_INDEX_ENTRY_SIZE, offset=offset))
             if not options.verify_index_only:
                 yield {"offset": offset, "position": position}
-    dump.summary["mismatches"] = [{"indexOffset": a, "logOffset": b} for a, b in mismatches]
-    if mismatches:
-        dump.errors.append(f"Mismatches in :{path.resolve()}")
-        dump.errors.extend(f"  Index offset: {a}, log offset: {b}" for a, b in mismatches)
+    _report_pairs(dump, "mismatches", ("indexOffset", "logOffset"), mismatches,
+                  f"Mismatches in :{path.resolve()}", "  Index offset: {}, log offset: {}")
 
 
 # --- .timeindex -----------------------------------------------------------------------------------
@@ -440,12 +448,7 @@ def _dump_time_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterat
     raw = _read_time_index(path, base_offset)
     dump.summary["slots"] = len(raw.entries)
     if options.index_sanity_check:
-        failure = _time_index_sanity(path, base_offset, raw)
-        if failure is None:
-            dump.messages.append(f"{path} passed sanity check.")
-        else:
-            dump.problems.append(Problem(path, failure))
-            dump.errors.append(failure)
+        _report_sanity(dump, path, _time_index_sanity(path, base_offset, raw))
         return
     offset_index = (_read_offset_index(index_path, base_offset) if index_path.exists()
                     else _RawIndex(0, [], 0, None))
@@ -454,9 +457,7 @@ def _dump_time_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterat
     not_found: list[tuple[int, int]] = []
     prev_timestamp = NO_TIMESTAMP
     with FileRecords.open(log_path, read_only=True) as records:
-        for i, (timestamp, offset) in enumerate(raw.entries):
-            if offset == base_offset and i > 0:
-                break
+        for i, (timestamp, offset) in enumerate(raw.entries[:raw.used]):
             where = i * TIME_INDEX_ENTRY_SIZE
             position = _lookup(offset_index.entries, offset_index.used, offset)
             found = None
@@ -494,47 +495,40 @@ def _dump_time_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterat
             if not options.verify_index_only:
                 yield {"timestamp": timestamp, "offset": offset}
             prev_timestamp = timestamp
-    dump.summary["timestampMismatches"] = [{"indexTimestamp": a, "logTimestamp": b} for a, b in mismatched]
-    dump.summary["outOfOrderTimestamps"] = [
-        {"indexTimestamp": a, "previousIndexTimestamp": b} for a, b in out_of_order]
-    dump.summary["offsetsNotFound"] = [{"indexOffset": a, "logOffset": b} for a, b in not_found]
     resolved = path.resolve()
-    if mismatched:
-        dump.errors.append(f"Found timestamp mismatch in :{resolved}")
-        dump.errors.extend(f"  Index timestamp: {a}, log timestamp: {b}" for a, b in mismatched)
-    if out_of_order:
-        dump.errors.append(f"Found out of order timestamp in :{resolved}")
-        dump.errors.extend(
-            f"  Index timestamp: {a}, Previously indexed timestamp: {b}" for a, b in out_of_order)
-    if not_found:
-        dump.errors.append("The following indexed offsets are not found in the log.")
-        dump.errors.extend(f"Indexed offset: {a}, found log offset: {b}" for a, b in not_found)
+    _report_pairs(dump, "timestampMismatches", ("indexTimestamp", "logTimestamp"), mismatched,
+                  f"Found timestamp mismatch in :{resolved}", "  Index timestamp: {}, log timestamp: {}")
+    _report_pairs(dump, "outOfOrderTimestamps", ("indexTimestamp", "previousIndexTimestamp"), out_of_order,
+                  f"Found out of order timestamp in :{resolved}",
+                  "  Index timestamp: {}, Previously indexed timestamp: {}")
+    _report_pairs(dump, "offsetsNotFound", ("indexOffset", "logOffset"), not_found,
+                  "The following indexed offsets are not found in the log.",
+                  "Indexed offset: {}, found log offset: {}")
 
 
 # --- .txnindex and .snapshot ----------------------------------------------------------------------
 
 
+def _txn_entries(data: bytes) -> Iterator[tuple[int, int, AbortedTxn]]:
+    """(position, version as Kafka reads it, entry) of every whole entry of a ``.txnindex``."""
+    for position in range(0, len(data) - ABORTED_TXN_SIZE + 1, ABORTED_TXN_SIZE):
+        yield position, AbortedTxn.read_version(data, position), AbortedTxn.from_bytes(data, position)
+
+
 def _dump_txn_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterator[dict[str, Any]]:
     data = path.read_bytes()
-    for position in range(0, len(data) - ABORTED_TXN_SIZE + 1, ABORTED_TXN_SIZE):
-        txn = AbortedTxn.from_bytes(data, position)
+    for _, version, txn in _txn_entries(data):
         yield {
-            "version": AbortedTxn.read_version(data, position),
+            "version": version,
             "producerId": txn.producer_id,
             "firstOffset": txn.first_offset,
             "lastOffset": txn.last_offset,
             "lastStableOffset": txn.last_stable_offset,
         }
-    if len(data) % ABORTED_TXN_SIZE:
-        dump.problems.append(Problem(path, f"{len(data) % ABORTED_TXN_SIZE} bytes after the last whole "
-                                     f"{ABORTED_TXN_SIZE}-byte entry", position=len(data) - len(data) % 34))
-
-
-def _decrement_sequence(sequence: int, decrement: int) -> int:
-    # Kafka's DefaultRecordBatch.decrementSequence: sequences wrap below 0 back to Int.MAX.
-    if sequence < decrement:
-        return MAX_INT32 - (decrement - sequence) + 1
-    return sequence - decrement
+    partial = len(data) % ABORTED_TXN_SIZE
+    if partial:
+        dump.problems.append(Problem(path, f"{partial} bytes after the last whole {ABORTED_TXN_SIZE}-byte "
+                                     "entry", position=len(data) - partial))
 
 
 def _dump_snapshot(path: Path, options: DumpOptions, dump: FileDump) -> Iterator[dict[str, Any]]:
@@ -806,15 +800,19 @@ def _verify_log(path: Path, base_offset: int, prev_last: int, report: VerifyRepo
     return batches
 
 
+def _check_dirty_tail(path: Path, raw: _RawIndex, report: VerifyReport) -> None:
+    if raw.dirty_tail is not None:
+        report.problems.append(Problem(path, "non-zero bytes in the unused (preallocated) tail",
+                                       position=raw.dirty_tail))
+
+
 def _verify_offset_index(path: Path, base_offset: int, batches: list[_BatchInfo],
                          report: VerifyReport) -> None:
     raw = _read_offset_index(path, base_offset)
     failure = _offset_index_sanity(path, base_offset, raw)
     if failure is not None:
         report.problems.append(Problem(path, failure))
-    if raw.dirty_tail is not None:
-        report.problems.append(Problem(path, "non-zero bytes in the unused (preallocated) tail",
-                                       position=raw.dirty_tail))
+    _check_dirty_tail(path, raw, report)
     by_position = {b.position: i for i, b in enumerate(batches)}
     by_last_offset = {b.last_offset: i for i, b in enumerate(batches)}
     prev: tuple[int, int] | None = None
@@ -849,9 +847,7 @@ def _verify_time_index(path: Path, base_offset: int, batches: list[_BatchInfo],
     elif raw.length % TIME_INDEX_ENTRY_SIZE:
         report.problems.append(Problem(path, f"length {raw.length} is not a multiple of "
                                        f"{TIME_INDEX_ENTRY_SIZE}"))
-    if raw.dirty_tail is not None:
-        report.problems.append(Problem(path, "non-zero bytes in the unused (preallocated) tail",
-                                       position=raw.dirty_tail))
+    _check_dirty_tail(path, raw, report)
     base_offsets = [b.base_offset for b in batches]
     running_max: list[int] = []
     current = NO_TIMESTAMP
@@ -912,9 +908,8 @@ def _verify_partition(directory: Path, report: VerifyReport, prefix_progress: Ca
             if len(data) % ABORTED_TXN_SIZE:
                 problems.append(Problem(txn_path, f"length {len(data)} is not a multiple of "
                                         f"{ABORTED_TXN_SIZE}"))
-            for position in range(0, len(data) - ABORTED_TXN_SIZE + 1, ABORTED_TXN_SIZE):
-                txn = AbortedTxn.from_bytes(data, position)
-                if AbortedTxn.read_version(data, position) > AbortedTxn.CURRENT_VERSION:
+            for position, version, txn in _txn_entries(data):
+                if version > AbortedTxn.CURRENT_VERSION:
                     problems.append(Problem(txn_path, "unknown entry version", position=position))
                 if txn.last_offset < base_offset:
                     problems.append(Problem(txn_path, f"aborted transaction ends at {txn.last_offset}, below "

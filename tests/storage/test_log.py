@@ -29,14 +29,8 @@ from kafkalog.storage.checkpoint import (
     PartitionMetadataFile,
     Uuid,
 )
-from kafkalog.storage.config import LogConfig
 from kafkalog.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, FetchIsolation, Log
-
-T0 = 1_700_000_000_000
-
-
-def config(**props: object) -> LogConfig:
-    return LogConfig.from_props({k.replace("_", "."): str(v) for k, v in props.items()})
+from tests.storage.conftest import T0, config
 
 
 def batch(n: int, start: int = 0, *, ts: int | None = T0, magic: int = 2,
@@ -94,6 +88,19 @@ def test_leader_keeps_legacy_format_when_the_topic_asks(tmp_path: Path) -> None:
         assert values(log, 3) == [b"value-3", b"value-4"]
 
 
+@pytest.mark.parametrize("magic, codec", [(magic, codec) for magic in (0, 1) for codec in CompressionType
+                                          if codec is not CompressionType.ZSTD])
+def test_legacy_topic_formats_store_their_own_magic_with_every_codec(tmp_path: Path, magic: int,
+                                                                      codec: CompressionType) -> None:
+    fmt = {0: "0.9.0", 1: "0.10.2"}[magic]
+    with Log.open(tmp_path / "t-0", config(message_format_version=fmt)) as log:
+        for i in range(5):
+            log.append_as_leader(batch(3, 3 * i, magic=magic, codec=codec))
+        assert [r.offset for r in log.records(0)] == list(range(15))
+        assert values(log) == [b"value-%d" % i for i in range(15)]
+        assert {b.magic for b in log.batches(0)} == {magic}
+
+
 def test_leader_append_info_and_log_append_time(tmp_path: Path, time: MockTime) -> None:
     with Log.open(tmp_path / "t-0", config(message_timestamp_type="LogAppendTime"), time=time) as log:
         log.append_as_leader(batch(2))
@@ -118,6 +125,16 @@ def test_leader_rejects_bad_appends_and_writes_nothing(tmp_path: Path) -> None:
         assert log.append_as_leader(MemoryRecords(batch(1).to_bytes()[:40])).valid_bytes == 0
         # A partial trailing batch is trimmed, the whole one before it appended.
         log.append_as_leader(MemoryRecords(batch(1).to_bytes() + batch(1).to_bytes()[:30]))
+        assert log.log_end_offset == 1
+
+
+def test_compacted_topic_rejects_records_without_keys(tmp_path: Path) -> None:
+    keyless = MemoryRecords.with_records(2, CompressionType.NONE, [SimpleRecord(b"v", None, T0)])
+    with Log.open(tmp_path / "t-0", config(cleanup_policy="compact")) as log:
+        with pytest.raises(InvalidRecordError):
+            log.append_as_leader(keyless)
+        assert log.log_end_offset == 0
+        log.append_as_leader(batch(1))
         assert log.log_end_offset == 1
 
 
@@ -150,6 +167,11 @@ def test_follower_keeps_offsets_and_checks_them(tmp_path: Path) -> None:
         log.append_as_follower(at(batch(2), 30, magic=1))
         assert log.log_end_offset == 32
         assert log.leader_epoch_cache is not None and log.leader_epoch_cache.entries == []
+    with Log.open(tmp_path / "u-0", config()) as log:  # the first append of an empty log may skip ahead
+        log.append_as_follower(at(batch(2), 10))
+        assert ([r.offset for r in log.records(0)], log.log_end_offset) == ([10, 11], 12)
+        with pytest.raises(UnexpectedAppendOffsetError):
+            log.append_as_follower(at(batch(1), 5))
 
 
 # --- rolling --------------------------------------------------------------------------------------
@@ -438,6 +460,23 @@ def test_delete_records_moves_the_log_start_offset(tmp_path: Path) -> None:
         assert log.delete_records_before(13) == 1
         assert log.segments.base_offsets() == [12, 24]
         assert log.offset_for_timestamp(EARLIEST_TIMESTAMP).offset == 13  # type: ignore[union-attr]
+        assert log.delete_records_before(25) == 1  # raises the log start offset itself too
+        assert (log.log_start_offset, log.segments.base_offsets()) == (25, [24])
+        with pytest.raises(OffsetOutOfRangeError):
+            log.read(20, 1000)
+        log.truncate_fully_and_start_at(1000)
+        assert (log.log_start_offset, log.log_end_offset, log.segments.base_offsets()) == (1000, 1000, [1000])
+
+
+def test_update_config_applies_to_the_next_retention_pass(tmp_path: Path, time: MockTime) -> None:
+    with Log.open(tmp_path / "t-0", config(segment_bytes=600), time=time) as log:
+        for i in range(20):
+            log.append_as_leader(batch(2, 2 * i))
+        assert log.delete_old_segments() == 0  # no size limit, nothing older than retention.ms
+        log.update_config(config(segment_bytes=600, retention_bytes=1200))
+        assert log.delete_old_segments() > 0
+        assert log.size_in_bytes <= 1200 + 600 and log.log_end_offset == 40
+        assert [r.offset for r in log.records(log.log_start_offset)][-1] == 39
 
 
 # --- flushing -------------------------------------------------------------------------------------
@@ -528,7 +567,7 @@ def test_read_only_follows_a_writer_and_writes_nothing(tmp_path: Path, prealloca
                 writer.append_as_leader(batch(2, 2 * i))
             assert reader.log_end_offset == 12  # followed the writer, across its rolls
             assert [r.offset for r in reader.records(0)] == list(range(12))
-            with pytest.raises(KafkaStorageError):
+            with pytest.raises(KafkaStorageError, match="read-only"):
                 reader.append_as_leader(batch(1))
             with pytest.raises(KafkaStorageError):
                 reader.truncate_to(0)
@@ -548,6 +587,7 @@ def test_read_only_ignores_a_torn_tail(tmp_path: Path) -> None:
     with Log.open(directory, config(), read_only=True) as reader:
         assert reader.log_end_offset == 4
         assert [r.offset for r in reader.records(0)] == [0, 1, 2, 3]
+    assert log_file.stat().st_size == len(whole) + 50  # left as it was
     # A whole-looking batch with a bad CRC at the very end is a write in progress too.
     bad = bytearray(batch(1).to_bytes())
     bad[-1] ^= 0xFF

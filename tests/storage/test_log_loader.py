@@ -17,14 +17,9 @@ from kafkalog.clock import MockTime
 from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.log import FetchIsolation, Log
+from tests.storage.conftest import T0, config
 
-T0 = 1_700_000_000_000
 SEG0 = "00000000000000000000"
-
-
-def config(**props: object) -> LogConfig:
-    return LogConfig.from_props({k.replace("_", "."): str(v) for k, v in props.items()})
-
 
 CONFIG = config(segment_bytes=1200, index_interval_bytes=100, segment_index_bytes=4096)
 
@@ -57,6 +52,11 @@ def values(log: Log) -> list[bytes | None]:
 
 def seg_files(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir())
+
+
+def segment_bases(directory: Path) -> list[int]:
+    """The base offsets of the ``.log`` files in ``directory``, in order."""
+    return sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log"))
 
 
 # --- clean reopen ---------------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def test_missing_offset_index_makes_that_segment_recover(tmp_path: Path) -> None
 def test_orphaned_indexes_and_leftovers_are_cleaned_up(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     written = fill(directory, 40)
-    bases = sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log"))
+    bases = segment_bases(directory)
     orphan = f"{99999:020d}"
     for suffix in (".index", ".timeindex", ".txnindex"):
         (directory / f"{orphan}{suffix}").write_bytes(b"\0" * 24)
@@ -108,6 +108,7 @@ def test_orphaned_indexes_and_leftovers_are_cleaned_up(tmp_path: Path) -> None:
     (directory / f"{bases[2]:020d}.log.cleaned").write_bytes(b"junk")
     with Log.open(directory, CONFIG) as log:
         assert values(log) == written
+        assert log.segments.base_offsets() == bases
     names = seg_files(directory)
     assert not [n for n in names if n.startswith(orphan) or n.endswith((".deleted", ".cleaned"))]
 
@@ -116,7 +117,7 @@ def test_swap_files_replace_the_segments_they_cover(tmp_path: Path) -> None:
     """An interrupted cleaner swap: the .swap segment replaces the segments in its offset range."""
     directory = tmp_path / "t-0"
     fill(directory, 40)
-    bases = sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log"))
+    bases = segment_bases(directory)
     first, second, third = bases[0], bases[1], bases[2]
     # "Compact" the first two segments into one: keep every other batch of them.
     with Log.open(directory, CONFIG) as log:
@@ -172,6 +173,9 @@ def test_crash_copy_recovers_every_batch(tmp_path: Path) -> None:
         assert values(recovered) == written
         assert recovered.recovery_point == 0  # it moves with the next flush only
         recovered.append_as_leader(records(99))
+        written += [r.value for r in records(99).records()]  # type: ignore[misc]
+    with Log.open(crashed, CONFIG) as reopened:  # what recovery and the append left opens cleanly
+        assert values(reopened) == written
 
 
 @pytest.mark.parametrize("damage", ["garbage", "zeros", "index_zeroed", "index_deleted", "timeindex_deleted",
@@ -226,7 +230,7 @@ def test_damaged_active_segment_recovers_to_a_prefix(tmp_path: Path, damage: str
 def test_corruption_in_a_middle_segment_deletes_everything_after_it(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     written = fill(directory, 40)
-    bases = sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log"))
+    bases = segment_bases(directory)
     middle = directory / f"{bases[2]:020d}.log"
     data = bytearray(middle.read_bytes())
     data[200] ^= 0xFF
@@ -235,13 +239,13 @@ def test_corruption_in_a_middle_segment_deletes_everything_after_it(tmp_path: Pa
         got = values(log)
         assert got == written[:len(got)] and bases[2] <= log.log_end_offset < bases[3]
         assert log.segments.base_offsets() == bases[:3]
-    assert sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log")) == bases[:3]
+    assert segment_bases(directory) == bases[:3]
 
 
 def test_segments_below_the_recovery_point_are_not_recovered(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     fill(directory, 40)
-    bases = sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log"))
+    bases = segment_bases(directory)
     first = directory / f"{bases[0]:020d}.log"
     data = bytearray(first.read_bytes())
     data[100] ^= 0xFF  # corrupt, but below the recovery point: trusted, as Kafka does
