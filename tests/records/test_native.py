@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog.errors import InvalidRecordError
-from kafkalog.records import default_batch
+from kafkalog.records import columnar, default_batch
 from kafkalog.records.columnar import ColumnAccumulator, ColumnChunk
 from kafkalog.records.default_batch import (
     decode_records_area,
@@ -39,9 +39,11 @@ def test_the_extension_is_in_use() -> None:
         assert native is _native, "kafkalog.records._native was built but is not used"
 
 
-@pytest.fixture
-def python_walk(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(default_batch, "native", None)
+@pytest.fixture(autouse=True)
+def _c_walker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C walker in use for these tests, whatever KAFKALOG_PURE_PYTHON says."""
+    monkeypatch.setattr(default_batch, "native", _native)
+    monkeypatch.setattr(columnar, "native", _native)
 
 
 # --- strategies ----------------------------------------------------------------------------------

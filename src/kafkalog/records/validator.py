@@ -24,10 +24,13 @@ buffer is never modified (in-place edits happen on a private copy).
 from __future__ import annotations
 
 import itertools
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+
+from crc32c import crc32c
 
 from kafkalog.errors import (
     CorruptRecordError,
@@ -41,16 +44,21 @@ from kafkalog.errors import (
     UnsupportedCompressionTypeError,
     UnsupportedForMessageFormatError,
 )
+from kafkalog.records import default_batch
 from kafkalog.records.batch import BytesLike, RecordBatch
 from kafkalog.records.default_batch import RecordsSummary
 from kafkalog.records.legacy import LegacyMessage
 from kafkalog.records.memory import MemoryRecords, MemoryRecordsBuilder
 from kafkalog.records.types import (
+    LOG_OVERHEAD,
     MAGIC_V0,
     MAGIC_V1,
     MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_ID,
     NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
     CompressionType,
     Header,
     TimestampType,
@@ -67,6 +75,7 @@ __all__ = [
     "analyze_and_validate_records",
     "target_compression_from_config",
     "trim_invalid_bytes",
+    "validate_lone_v2_batch",
     "validate_messages_and_assign_offsets",
 ]
 
@@ -188,6 +197,18 @@ class ValidationResult:
     messages_size_maybe_changed: bool
     log_append_time_ms: int
     next_offset: int
+
+
+def _records_pass(config: ValidatorConfig, now: int, has_null_key: bool, min_timestamp: int,
+                  max_timestamp: int) -> bool:
+    """Whether every record of a CreateTime v2 batch passes Kafka's ``validateRecord``, given the
+    batch's summary (min/max ignore -1 timestamps; min is -1 when no record has another)."""
+    if config.compacted_topic and has_null_key:
+        return False
+    if config.timestamp_type is TimestampType.CREATE_TIME and min_timestamp != NO_TIMESTAMP:
+        return not (now - min_timestamp > config.timestamp_before_max_ms
+                    or max_timestamp - now > config.timestamp_after_max_ms)
+    return True
 
 
 # --- step 1: shallow analysis --------------------------------------------------------------------------
@@ -560,14 +581,8 @@ class LogValidator:
         """:meth:`_v2_records_all_valid` decided from a ``RecordsSummary`` (no decoded records)."""
         if batch.timestamp_type is TimestampType.LOG_APPEND_TIME:
             return False
-        config = self._config
-        if config.compacted_topic and summary.has_null_key:
-            return False
-        # min_timestamp is -1 only when no record has a timestamp other than -1.
-        if config.timestamp_type is TimestampType.CREATE_TIME and summary.min_timestamp != NO_TIMESTAMP:
-            return not (self._now - summary.min_timestamp > config.timestamp_before_max_ms
-                        or summary.max_timestamp - self._now > config.timestamp_after_max_ms)
-        return True
+        return _records_pass(self._config, self._now, summary.has_null_key, summary.min_timestamp,
+                             summary.max_timestamp)
 
     @staticmethod
     def _summary_max_timestamp(summary: RecordsSummary) -> int:
@@ -897,6 +912,88 @@ class LogValidator:
             log_append_time_ms=self._now,
             next_offset=offset_counter + len(rows),
         )
+
+
+# --- the usual produce, in one pass ------------------------------------------------------------------
+
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # baseOffset .. recordsCount: the whole v2 batch header
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_U32 = struct.Struct(">I")
+_BASE_OFFSET_AT, _EPOCH_AT, _CRC_AT, _ATTRIBUTES_AT, _MAX_TIMESTAMP_AT = 0, 12, 17, 21, 35
+
+
+def validate_lone_v2_batch(
+    records: MemoryRecords | BytesLike,
+    *,
+    offset_counter: int,
+    now_ms: int,
+    config: ValidatorConfig,
+    partition_leader_epoch: int,
+    origin: AppendOrigin,
+    max_message_bytes: int,
+    log_start_offset: int = -1,
+) -> tuple[ValidationResult, LogAppendInfo] | None:
+    """The whole leader-side check of the usual produce request in one pass, or None.
+
+    The usual request is one uncompressed v2 batch from a client, without producer id or
+    transaction, with base offset 0 and a consistent count, for a v2 topic that keeps it
+    uncompressed. For it this returns exactly what :func:`analyze_and_validate_records`, then
+    :func:`validate_messages_and_assign_offsets` and ``with_validation_result`` return, reading the
+    header once and walking the records with the C walker's summary. It only ever *accepts*: for
+    anything else — another shape, a bad CRC, a record that fails a rule, no C walker — it returns
+    None and the general path does the work and reports the error (tests/records/test_validator_fast.py
+    checks both paths agree).
+    """
+    walker = default_batch.native
+    if walker is None or origin is not AppendOrigin.CLIENT or config.target_magic != MAGIC_V2:
+        return None
+    if config.target_compression is not None and config.target_compression is not CompressionType.NONE:
+        return None
+    buf = records.buffer if isinstance(records, MemoryRecords) else memoryview(records)
+    n = len(buf)
+    if n < RECORD_BATCH_OVERHEAD or n > max_message_bytes:
+        return None
+    (base, size, epoch, magic, crc, attributes, last_delta, base_ts, max_ts, producer_id, _, _,
+     count) = _V2_HEADER.unpack_from(buf, 0)
+    # attributes 0: no compression, CreateTime, not transactional, not control
+    if (size + LOG_OVERHEAD != n or magic != MAGIC_V2 or base != 0 or attributes != 0
+            or producer_id != NO_PRODUCER_ID or count <= 0 or last_delta != count - 1
+            or crc32c(buf[_ATTRIBUTES_AT:]) != crc):
+        return None
+    try:
+        lo, hi, no_timestamp, null_key, _ = walker.summarize_v2(buf, RECORD_BATCH_OVERHEAD, count, base_ts)
+    except ValueError:
+        return None
+    if not _records_pass(config, now_ms, null_key, lo, hi):
+        return None
+    batch_max = max(hi, NO_TIMESTAMP) if no_timestamp else hi
+
+    out = bytearray(buf)  # never edit the caller's buffer
+    _I64.pack_into(out, _BASE_OFFSET_AT, offset_counter)  # setLastOffset: base = last - lastOffsetDelta
+    _I32.pack_into(out, _EPOCH_AT, partition_leader_epoch)
+    next_offset = offset_counter + count
+    log_append = config.timestamp_type is TimestampType.LOG_APPEND_TIME
+    if log_append or batch_max != max_ts:
+        # setMaxTimestamp rewrites attributes, max timestamp and CRC only when they change
+        if log_append:
+            _I16.pack_into(out, _ATTRIBUTES_AT, TIMESTAMP_TYPE_MASK)
+        _I64.pack_into(out, _MAX_TIMESTAMP_AT, now_ms if log_append else batch_max)
+        _U32.pack_into(out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
+    if log_append:
+        max_timestamp, shallow = now_ms, next_offset - 1
+    elif batch_max > NO_TIMESTAMP:
+        max_timestamp, shallow = batch_max, next_offset - 1
+    else:
+        max_timestamp, shallow = NO_TIMESTAMP, -1
+    result = ValidationResult(MemoryRecords(out), max_timestamp, shallow, False, now_ms, next_offset)
+    info = LogAppendInfo(
+        offset_counter, next_offset - 1, None if epoch == NO_PARTITION_LEADER_EPOCH else epoch, max_timestamp,
+        shallow, CompressionType.NONE, n, last_delta, 1, True, now_ms if log_append else NO_TIMESTAMP,
+        log_start_offset,
+    )
+    return result, info
 
 
 def validate_messages_and_assign_offsets(

@@ -58,6 +58,7 @@ from kafkalog.records.validator import (
     ValidatorConfig,
     analyze_and_validate_records,
     trim_invalid_bytes,
+    validate_lone_v2_batch,
     validate_messages_and_assign_offsets,
 )
 from kafkalog.storage.checkpoint import (
@@ -501,14 +502,20 @@ class Log:
         with self._lock:
             self._check_writable()
             settings = self._append_settings()
+            # One clock reading per append: validation, the roll check and the flush check.
+            now = self._time.milliseconds()
+            first_offset = self._end.offset
+            fast = validate_lone_v2_batch(
+                records, offset_counter=first_offset, now_ms=now, config=settings.validator,
+                partition_leader_epoch=leader_epoch, origin=origin,
+                max_message_bytes=settings.max_message_bytes, log_start_offset=self._log_start_offset)
+            if fast is not None:  # the usual produce: the same result, checked in one pass
+                return self._append(fast[0].validated_records, fast[1], origin, settings, now)
             info = analyze_and_validate_records(records, origin, assign_offsets=True,
                                                 max_message_bytes=settings.max_message_bytes)
             if info.valid_bytes <= 0:
                 return info
             valid = trim_invalid_bytes(records, info)
-            first_offset = self._end.offset
-            # One clock reading per append: validation, the roll check and the flush check.
-            now = self._time.milliseconds()
             result = validate_messages_and_assign_offsets(
                 valid, offset_counter=first_offset, now_ms=now,
                 config=settings.validator, partition_leader_epoch=leader_epoch, origin=origin,
