@@ -3,7 +3,6 @@ lookups and reads (expected.json), and Kafka's recovery results for torn and cor
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,6 @@ from tests.storage.conftest import T0, config
 SEG0 = "00000000000000000000"
 SEG100 = "00000000000000000100"
 S1_TIMESTAMPS = [T0 + (2500 if i == 10 else 40_000 if i == 20 else i * 1000) for i in range(30)]
-
-
-@pytest.fixture(scope="module")
-def expected(kafka_golden_dir: Path) -> dict[str, Any]:
-    return json.loads((kafka_golden_dir / "expected.json").read_text())
 
 
 def partition(src: Path, data_dir: Path, topic: str) -> Path:

@@ -10,15 +10,10 @@ import pytest
 from kafkalog.clock import MockTime
 from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
 from kafkalog.records.types import NO_TIMESTAMP
-from kafkalog.storage.config import LogConfig
 from kafkalog.storage.log import Log
+from tests.storage.conftest import T0, config
 
-T0 = 1_700_000_000_000
 HOUR = 3_600_000
-
-
-def config(**props: object) -> LogConfig:
-    return LogConfig.from_props({k.replace("_", "."): str(v) for k, v in props.items()})
 
 
 def one(i: int, ts: int) -> MemoryRecords:

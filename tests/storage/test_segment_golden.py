@@ -3,7 +3,6 @@ answers, recovering them gives Kafka's bytes, and appending the same batches wri
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,10 @@ from kafkalog.storage.log_segment import (
     offset_index_file,
     time_index_file,
 )
+from tests.storage.conftest import T0
 
-T0 = 1_700_000_000_000
 S1_INTERVAL = 100
 S1_MAX_INDEX = 1024
-
-
-@pytest.fixture(scope="module")
-def expected(kafka_golden_dir: Path) -> dict[str, Any]:
-    return json.loads((kafka_golden_dir / "expected.json").read_text())
 
 
 def copy_segment(source_dir: Path, base_offset: int, target_dir: Path) -> Path:

@@ -22,17 +22,12 @@ from kafkalog.records.control import EndTransactionMarker
 from kafkalog.records.types import ControlRecordType
 from kafkalog.records.validator import AppendOrigin
 from kafkalog.storage.checkpoint import ProducerSnapshot
-from kafkalog.storage.config import LogConfig
 from kafkalog.storage.log import FetchIsolation, Log
 from kafkalog.storage.txn_index import AbortedTxn
+from tests.storage.conftest import T0, config
 
-T0 = 1_700_000_000_000
 COMMITTED = FetchIsolation.TXN_COMMITTED
 ABORT, COMMIT = ControlRecordType.ABORT, ControlRecordType.COMMIT
-
-
-def config(**props: object) -> LogConfig:
-    return LogConfig.from_props({k.replace("_", "."): str(v) for k, v in props.items()})
 
 
 class Producer:

@@ -45,6 +45,7 @@ from kafkalog.records.types import (
     NO_TIMESTAMP,
     Record,
 )
+from kafkalog.storage._files import delete_file_if_exists, replace_file
 
 __all__ = ["FileRecords", "LogOffsetPosition", "TimestampAndOffset", "as_bytes_view"]
 
@@ -606,22 +607,14 @@ class FileRecords:
                     self._channel.close()
                 except OSError:
                     pass  # the file goes away anyway
-            try:
-                self._path.unlink()
-            except FileNotFoundError:
-                return False
-            except OSError as e:
-                raise KafkaStorageError(f"Cannot delete {self._path}: {e}") from e
-            return True
+            return delete_file_if_exists(self._path)
 
     def rename_to(self, path: Path | str) -> None:
         """Move the file (atomically); the object follows the new name even if the move fails."""
         target = Path(path)
         with self._lock:
             try:
-                os.replace(self._path, target)
-            except OSError as e:
-                raise KafkaStorageError(f"Cannot rename {self._path} to {target}: {e}") from e
+                replace_file(self._path, target)
             finally:
                 self._path = target
                 self._channel.path = target

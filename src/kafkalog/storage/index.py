@@ -51,6 +51,7 @@ from kafkalog.errors import (
     KafkaStorageError,
 )
 from kafkalog.records.types import NO_TIMESTAMP
+from kafkalog.storage._files import delete_file_if_exists, replace_file
 
 __all__ = [
     "OFFSET_INDEX_ENTRY_SIZE",
@@ -421,21 +422,13 @@ class AbstractIndex:
     def delete_if_exists(self) -> bool:
         """Unmap and delete the file; True if a file was deleted."""
         self.close_handler()
-        try:
-            self._path.unlink()
-        except FileNotFoundError:
-            return False
-        except OSError as e:
-            raise KafkaStorageError(f"Cannot delete {self._KIND} {self._path}: {e}") from e
-        return True
+        return delete_file_if_exists(self._path, self._KIND)
 
     def rename_to(self, path: Path | str) -> None:
         """Move the file; the index follows the new name even if the move fails (as Kafka does)."""
         target = Path(path)
         try:
-            os.replace(self._path, target)
-        except OSError as e:
-            raise KafkaStorageError(f"Cannot rename {self._KIND} {self._path} to {target}: {e}") from e
+            replace_file(self._path, target, self._KIND)
         finally:
             self._path = target
 

@@ -36,6 +36,7 @@ from kafkalog.errors import (
 )
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.types import MAGIC_V2
+from kafkalog.storage._files import delete_file_if_exists, replace_file
 from kafkalog.storage.file_records import FileRecords, LogOffsetPosition, TimestampAndOffset, as_bytes_view
 from kafkalog.storage.index import AbstractIndex, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset
 from kafkalog.storage.txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
@@ -250,14 +251,8 @@ class LazyIndex(Generic[I]):
             if self._index is not None:
                 self._index.rename_to(path)
                 return
-            try:
-                os.replace(self._path, path)
-            except FileNotFoundError as e:
-                if self._path.exists():  # the target directory is missing, not the index
-                    raise KafkaStorageError(f"Cannot rename index {self._path} to {path}: {e}") from e
-                # never created: only the name changes
-            except OSError as e:
-                raise KafkaStorageError(f"Cannot rename index {self._path} to {path}: {e}") from e
+            try:  # an index never created is fine: only the name changes
+                replace_file(self._path, path, "index", missing_ok=True)
             finally:
                 self._path = path
 
@@ -265,13 +260,7 @@ class LazyIndex(Generic[I]):
         with self._lock:
             if self._index is not None:
                 return self._index.delete_if_exists()
-            try:
-                self._path.unlink()
-            except FileNotFoundError:
-                return False
-            except OSError as e:
-                raise KafkaStorageError(f"Cannot delete index {self._path}: {e}") from e
-            return True
+            return delete_file_if_exists(self._path, "index")
 
     def update_parent_dir(self, parent_dir: Path) -> None:
         with self._lock:
@@ -381,12 +370,7 @@ class LogSegment:
                      time_index_file(directory, base_offset, file_suffix),
                      transaction_index_file(directory, base_offset, file_suffix),
                      log_file(directory, base_offset, file_suffix)):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as e:
-                raise KafkaStorageError(f"Cannot delete {path}: {e}") from e
+            delete_file_if_exists(path)
 
     # --- accessors ----------------------------------------------------------------------------
 

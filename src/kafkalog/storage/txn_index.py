@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import ClassVar, Final, Self
 
 from kafkalog.errors import CorruptIndexError, InvalidOffsetError, KafkaStorageError
+from kafkalog.storage._files import delete_file_if_exists, replace_file
 
 __all__ = ["ABORTED_TXN_SIZE", "AbortedTxn", "TransactionIndex", "TxnIndexSearchResult"]
 
@@ -245,24 +246,15 @@ class TransactionIndex:
     def delete_if_exists(self) -> bool:
         with self._lock:
             self.close()
-            try:
-                self._path.unlink()
-            except FileNotFoundError:
-                return False
-            except OSError as e:
-                raise KafkaStorageError(f"Cannot delete transaction index {self._path}: {e}") from e
-            return True
+            return delete_file_if_exists(self._path, "transaction index")
 
     def rename_to(self, path: Path | str) -> None:
         """Move the file if it exists; the index follows the new name even if the move fails."""
         target = Path(path)
         with self._lock:
             try:
-                if self._path.exists():
-                    os.replace(self._path, target)
-            except OSError as e:
-                raise KafkaStorageError(
-                    f"Cannot rename transaction index {self._path} to {target}: {e}") from e
+                # Not preallocated: a segment without aborted transactions never created the file.
+                replace_file(self._path, target, "transaction index", missing_ok=True)
             finally:
                 self._path = target
 

@@ -1,0 +1,46 @@
+"""Deleting and renaming a storage file, as every segment file does it (Kafka's ``Files.deleteIfExists``
+and ``Utils.atomicMoveWithFallback``).
+
+One place for the two steps ``.log``, ``.index``, ``.timeindex`` and ``.txnindex`` files share, so
+they fail the same way: any ``OSError`` becomes a ``KafkaStorageError`` naming the file. The callers
+keep what differs: their own locks, closing the handle first, and taking the new path even when the
+move fails (as Kafka does).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kafkalog.errors import KafkaStorageError
+
+__all__ = ["delete_file_if_exists", "replace_file"]
+
+
+def _describe(what: str, path: Path) -> str:
+    # "offset index /d/0.index", or just the path for the ``.log`` file, whose messages never named it.
+    return f"{what} {path}" if what else str(path)
+
+
+def delete_file_if_exists(path: Path, what: str = "") -> bool:
+    """Delete ``path``; False if it was not there. ``what`` ("time index", …) prefixes the path in errors."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        raise KafkaStorageError(f"Cannot delete {_describe(what, path)}: {e}") from e
+    return True
+
+
+def replace_file(src: Path, dst: Path, what: str = "", *, missing_ok: bool = False) -> None:
+    """Atomically move ``src`` to ``dst`` (replacing it). With ``missing_ok`` a ``src`` that does not
+    exist (a file never created) is not an error and nothing moves; a missing target directory still is.
+    """
+    try:
+        os.replace(src, dst)
+    except OSError as e:
+        # ENOENT does not say which side is missing: only a missing source is the allowed case.
+        if missing_ok and isinstance(e, FileNotFoundError) and not src.exists():
+            return
+        raise KafkaStorageError(f"Cannot rename {_describe(what, src)} to {dst}: {e}") from e
