@@ -138,3 +138,20 @@ def test_missing_java_is_a_clear_failure(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(KafkaLogError, match="openjdk-17"):
         check_java()
+
+
+def test_plan_reuse_claims(tmp_path):
+    import pytest
+
+    from kafkalog.spark.pushdown import StalePlanError, check_plan_reuse, new_plan_id
+
+    plan = new_plan_id()
+    check_plan_reuse(plan, 0, "7", tmp_path)
+    check_plan_reuse(plan, 0, "7", tmp_path)  # a retry of the same execution
+    check_plan_reuse(plan, 1, "8", tmp_path)  # another input partition, read by a later action
+    with pytest.raises(StalePlanError, match="Load the DataFrame again"):
+        check_plan_reuse(plan, 0, "9", tmp_path)
+    check_plan_reuse(new_plan_id(), 0, "9", tmp_path)  # a fresh plan
+    check_plan_reuse(plan, 0, None, tmp_path)  # outside a Spark SQL execution: not checked
+    (tmp_path / f"{plan}.2").write_text("")  # a concurrent attempt still writing its claim
+    check_plan_reuse(plan, 2, "9", tmp_path)

@@ -44,21 +44,38 @@ def list_topic_partitions(path: str) -> dict[str, list[int]]:
     return {t: sorted(ps) for t, ps in sorted(found.items())}
 
 
-def open_partition(path: str, topic: str, partition: int) -> Log:
-    """One partition opened read-only, with its topic config and checkpointed log start offset
-    (what a read-only ``LogManager`` would give it)."""
+def _topic_configs(path: str) -> dict[str, dict[str, str]]:
+    from kafkalog.storage.config import read_topic_configs
+
+    return read_topic_configs(path)
+
+
+def _log_start_offsets(path: str) -> dict[TopicPartition, int]:
     from kafkalog.storage.checkpoint import LOG_START_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
-    from kafkalog.storage.config import LogConfig, read_topic_configs
+
+    with suppress(KafkaLogError, OSError):
+        return OffsetCheckpointFile(Path(path) / LOG_START_OFFSET_CHECKPOINT_FILE).read()
+    return {}
+
+
+def open_partition(path: str, topic: str, partition: int, *,
+                   topic_configs: dict[str, dict[str, str]] | None = None,
+                   log_start_offsets: dict[TopicPartition, int] | None = None) -> Log:
+    """One partition opened read-only, with its topic config and checkpointed log start offset
+    (what a read-only ``LogManager`` would give it). ``topic_configs``/``log_start_offsets`` are the
+    data directory's files already read, when opening several partitions."""
+    from kafkalog.storage.config import LogConfig
     from kafkalog.storage.log import Log
 
     directory = Path(path) / f"{topic}-{partition}"
     if not directory.is_dir():
         raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist in {path}")
-    config = LogConfig.from_props(read_topic_configs(path).get(topic, {}))
-    log_start = 0
-    with suppress(KafkaLogError, OSError):
-        log_start = OffsetCheckpointFile(Path(path) / LOG_START_OFFSET_CHECKPOINT_FILE).read().get(
-            (topic, partition), 0)
+    if topic_configs is None:
+        topic_configs = _topic_configs(path)
+    if log_start_offsets is None:
+        log_start_offsets = _log_start_offsets(path)
+    config = LogConfig.from_props(topic_configs.get(topic, {}))
+    log_start = log_start_offsets.get((topic, partition), 0)
     return Log.open(directory, config, log_start_offset=log_start, read_only=True)
 
 
@@ -88,6 +105,11 @@ class TopicCatalog:
         self.path = path
         self._layout = list_topic_partitions(path)
         self._logs: dict[TopicPartition, Log] = {}
+        self._topic_configs: dict[str, dict[str, str]] | None = None
+        self._log_start_offsets: dict[TopicPartition, int] | None = None
+        # One answer per partition for the catalog's life (a planning): ranges planned from one
+        # snapshot, and no rescan of each active segment's tail for every question.
+        self._latest: dict[tuple[TopicPartition, bool], int] = {}
 
     def __enter__(self) -> TopicCatalog:
         return self
@@ -127,7 +149,11 @@ class TopicCatalog:
     def log(self, tp: TopicPartition) -> Log:
         log = self._logs.get(tp)
         if log is None:
-            log = self._logs[tp] = open_partition(self.path, *tp)
+            if self._topic_configs is None:
+                self._topic_configs = _topic_configs(self.path)
+                self._log_start_offsets = _log_start_offsets(self.path)
+            log = self._logs[tp] = open_partition(self.path, *tp, topic_configs=self._topic_configs,
+                                                  log_start_offsets=self._log_start_offsets)
         return log
 
     # --- offsets -------------------------------------------------------------------------------
@@ -137,9 +163,14 @@ class TopicCatalog:
 
     def latest(self, tp: TopicPartition, read_committed: bool) -> int:
         """Kafka's ListOffsets(LATEST): the high watermark, or the last stable offset under
-        read_committed (an open transaction's records are not visible yet)."""
-        log = self.log(tp)
-        return log.last_stable_offset if read_committed else log.high_watermark
+        read_committed (an open transaction's records are not visible yet). Asked again through
+        this catalog, the first answer."""
+        found = self._latest.get((tp, read_committed))
+        if found is None:
+            log = self.log(tp)
+            found = self._latest[(tp, read_committed)] = (
+                log.last_stable_offset if read_committed else log.high_watermark)
+        return found
 
     def offset_for_timestamp(self, tp: TopicPartition, timestamp: int) -> int | None:
         """Kafka's ListOffsets(timestamp): the first offset whose record timestamp is >= ``timestamp``."""

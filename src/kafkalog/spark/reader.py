@@ -30,7 +30,7 @@ from kafkalog.spark.options import (
     user_errors,
     user_errors_iter,
 )
-from kafkalog.spark.pushdown import Constraints, split_filters
+from kafkalog.spark.pushdown import Constraints, check_plan_reuse, new_plan_id, split_filters
 
 __all__ = [
     "KafkaLogBatchReader",
@@ -80,11 +80,15 @@ class KafkaLogInputPartition(InputPartition):
     include_headers: bool = False
     read_committed: bool = False
     fail_on_data_loss: bool = True
+    # Set when pushed filters narrowed the plan, for ``pushdown.check_plan_reuse``.
+    plan_id: str | None = None
+    plan_index: int = 0
 
     @classmethod
-    def of(cls, r: OffsetRange, opts: SourceOptions) -> KafkaLogInputPartition:
+    def of(cls, r: OffsetRange, opts: SourceOptions, plan_id: str | None = None,
+           plan_index: int = 0) -> KafkaLogInputPartition:
         return cls(opts.path, r.topic, r.partition, r.from_offset, r.until_offset, opts.include_headers,
-                   opts.read_committed, opts.fail_on_data_loss)
+                   opts.read_committed, opts.fail_on_data_loss, plan_id, plan_index)
 
 
 def data_loss_message(tp: TopicPartition, wanted: int, available: int) -> str:
@@ -332,11 +336,25 @@ class KafkaLogBatchReader(DataSourceReader):
 
     @user_errors
     def partitions(self) -> list[InputPartition]:
-        return [KafkaLogInputPartition.of(r, self.opts) for r in self.plan()]
+        ranges = self.plan()
+        if self.constraints.is_trivial:
+            return [KafkaLogInputPartition.of(r, self.opts) for r in ranges]
+        # Narrowed by pushed filters: tag the plan so that Spark 4.3.0 reusing it for a later,
+        # unpushable query on the same DataFrame is caught (pushdown.check_plan_reuse). An empty
+        # plan gets one empty input partition to carry the tag.
+        plan_id = new_plan_id()
+        if not ranges:
+            ranges = [OffsetRange("", -1, 0, 0)]
+        return [KafkaLogInputPartition.of(r, self.opts, plan_id, i) for i, r in enumerate(ranges)]
 
+    @user_errors
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, KafkaLogInputPartition):
             # Spark substitutes InputPartition(None) when there is nothing to read.
+            return iter(())
+        if partition.plan_id is not None:
+            check_plan_reuse(partition.plan_id, partition.plan_index)
+        if partition.from_offset >= partition.until_offset:
             return iter(())
         return user_errors_iter(read_range(partition))
 
@@ -350,8 +368,10 @@ class KafkaLogFilteringReader(KafkaLogBatchReader):
     Spark 4.3.0 caveat: the partitions planned by the last pushdown are cached on the DataFrame's
     relation and reused by later queries on the *same* DataFrame whose filters Spark cannot push
     (none, or only OR/NOT/LIKE...), so such a query would only see the previously narrowed ranges.
-    Start each query from ``spark.read...load()``, or set ``filterPushdown=false``. (Spark's master
-    branch keeps that state per scan.)
+    No Python code runs when Spark does that; the executors notice it (``pushdown.check_plan_reuse``)
+    and fail the query with an explanation rather than return too few rows. Start each query from
+    ``spark.read...load()``, or set ``filterPushdown=false``. (Spark's master branch keeps that state
+    per scan.)
     """
 
     @user_errors
