@@ -72,26 +72,22 @@ def iter_batches(
     iteration; a magic outside 0..2 is a ``CorruptRecordError``).
     """
     view = _as_byte_view(buf)
+    if in_memory:
+        return _iter_memory_batches(view, start, base_position)
+    return _iter_file_batches(view, start, base_position)
+
+
+def _iter_file_batches(view: memoryview, pos: int, base_position: int) -> Iterator[RecordBatch]:
+    """Kafka's file rules: iteration stops at a partial entry or when 17 or fewer bytes remain."""
     end = len(view)
-    pos = start
     unpack_size = _SIZE.unpack_from
-    stop_below = LOG_OVERHEAD if in_memory else HEADER_SIZE_UP_TO_MAGIC + 1
-    while end - pos >= stop_below:
+    while end - pos > HEADER_SIZE_UP_TO_MAGIC:
         (size,) = unpack_size(view, pos + 8)
         if size < MIN_RECORD_SIZE:
             raise CorruptRecordError(
                 f"Record size {size} at position {base_position + pos} is less than the minimum record "
                 f"overhead ({MIN_RECORD_SIZE})"
             )
-        if in_memory:
-            if end - pos < HEADER_SIZE_UP_TO_MAGIC:
-                return
-            magic = view[pos + MAGIC_OFFSET]
-            if magic > MAGIC_V2:  # bytes are unsigned: a negative magic shows up as > 127
-                raise CorruptRecordError(
-                    f"Invalid magic found in record at position {base_position + pos}: "
-                    f"{magic - 256 if magic > 127 else magic}"
-                )
         total = LOG_OVERHEAD + size
         if total > end - pos:
             return
@@ -99,18 +95,16 @@ def iter_batches(
         pos += total
 
 
-def _iter_memory_batches(view: memoryview) -> Iterator[RecordBatch]:
-    """``iter_batches(view, in_memory=True)`` for a view that is already flat bytes (MemoryRecords
-    keeps one): the same rules and errors, with the per-call normalisation and option checks left
-    out — every append iterates its records several times."""
+def _iter_memory_batches(view: memoryview, pos: int = 0, base_position: int = 0) -> Iterator[RecordBatch]:
+    """Kafka's in-memory rules (``ByteBufferLogInputStream``). ``MemoryRecords`` calls this
+    directly on its flat view: every append iterates its records at least twice."""
     end = len(view)
-    pos = 0
     unpack_size = _SIZE.unpack_from
     while end - pos >= LOG_OVERHEAD:
         (size,) = unpack_size(view, pos + 8)
         if size < MIN_RECORD_SIZE:
             raise CorruptRecordError(
-                f"Record size {size} at position {pos} is less than the minimum record "
+                f"Record size {size} at position {base_position + pos} is less than the minimum record "
                 f"overhead ({MIN_RECORD_SIZE})"
             )
         if end - pos < HEADER_SIZE_UP_TO_MAGIC:
@@ -118,13 +112,14 @@ def _iter_memory_batches(view: memoryview) -> Iterator[RecordBatch]:
         magic = view[pos + MAGIC_OFFSET]
         if magic > MAGIC_V2:  # bytes are unsigned: a negative magic shows up as > 127
             raise CorruptRecordError(
-                f"Invalid magic found in record at position {pos}: {magic - 256 if magic > 127 else magic}"
+                f"Invalid magic found in record at position {base_position + pos}: "
+                f"{magic - 256 if magic > 127 else magic}"
             )
         total = LOG_OVERHEAD + size
         if total > end - pos:
             return
         # A buffer holding exactly one entry (a typical produce) is handed over without a slice.
-        yield RecordBatch(view if total == end else view[pos : pos + total], pos)
+        yield RecordBatch(view if total == end and pos == 0 else view[pos : pos + total], base_position + pos)
         pos += total
 
 
