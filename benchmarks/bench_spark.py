@@ -10,7 +10,9 @@ Rows measured (median of ``REPEATS`` runs after one warm-up, the compared querie
   count from file metadata, so ``scan`` (a full scan into Spark's ``noop`` sink) is reported too.
 * ``write.parquet``: the topic, and the Parquet copy, rewritten as Parquet.
 * ``filter``: ``WHERE timestamp >= X`` selecting the last 10 % vs the full-scan count; the time
-  index lets the reader skip the older segments.
+  index lets the reader skip the older segments. Measured on the 2 M-record topic and again on a
+  20 M-record one (``KAFKALOG_BENCH_SPARK_LARGE_RECORDS``, 0 to skip): the filtered query pays
+  Spark's whole fixed per-query cost, so its ratio grows with the topic.
 * ``empty result``: ``WHERE offset < 0`` counted, on the topic (pushed down: no range to read) and
   on the Parquet copy — what a query costs before reading anything (Spark's planning, the Python
   planner round trips, job and task scheduling). It bounds the ``filter`` ratio: the filtered query
@@ -31,6 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 RECORDS = int(os.environ.get("KAFKALOG_BENCH_SPARK_RECORDS", "2000000"))
+# The filter row again on a bigger topic (0 to skip): the 2 M-record ratio is bounded by Spark's
+# fixed cost per query, which the filtered query pays in full.
+LARGE_RECORDS = int(os.environ.get("KAFKALOG_BENCH_SPARK_LARGE_RECORDS", "20000000"))
 PARTITIONS = 2
 BATCH = 10_000
 REPEATS = int(os.environ.get("KAFKALOG_BENCH_SPARK_REPEATS", "5"))
@@ -38,7 +43,7 @@ T0 = 1_700_000_000_000
 TOPIC = "bench"
 
 
-def build_topic(data_dir: Path, records: int = RECORDS) -> None:
+def build_topic(data_dir: Path, records: int = RECORDS, topic: str = TOPIC) -> None:
     """The benchmark topic, written through ``LogManager``/``Log.append_as_leader``."""
     from kafkalog.records import CompressionType, MemoryRecordsBuilder, TimestampType
     from kafkalog.storage.log_manager import LogManager
@@ -47,7 +52,7 @@ def build_topic(data_dir: Path, records: int = RECORDS) -> None:
     per_partition = records // PARTITIONS
     filler = b"x" * 84
     with LogManager(data_dir) as lm:
-        logs = lm.create_topic(TOPIC, PARTITIONS, configs)
+        logs = lm.create_topic(topic, PARTITIONS, configs)
         for p, log in enumerate(logs):
             for start in range(0, per_partition, BATCH):
                 builder = MemoryRecordsBuilder(2, CompressionType.NONE, TimestampType.CREATE_TIME, 0)
@@ -69,6 +74,32 @@ def _median_times(fns: list[Callable[[], object]], repeats: int = REPEATS) -> li
             fn()
             times[i].append(time.perf_counter() - start)
     return [statistics.median(t) for t in times]
+
+
+def _filter_row(spark, data_dir: Path, topic: str, records: int, repeats: int = REPEATS) -> dict:
+    """``WHERE timestamp >= X`` selecting the last 10 % vs the full-scan count of the same topic.
+    Timestamps increase by 1 ms per record within each partition."""
+    import datetime as dt
+
+    per_partition = records // PARTITIONS
+    cutoff = dt.datetime.fromtimestamp((T0 + per_partition - per_partition // 10) / 1000, dt.UTC)
+    expected = PARTITIONS * (per_partition // 10)
+
+    def load():
+        return spark.read.format("kafkalog").option("subscribe", topic).load(str(data_dir))
+
+    def full() -> None:
+        assert load().count() == records
+
+    def filtered() -> None:
+        df = load()
+        assert df.where(df.timestamp >= cutoff).count() == expected
+
+    t_full, t_filtered = _median_times([full, filtered], repeats)
+    return {
+        "bench": f"WHERE timestamp >= X (last 10 % of {records / 1e6:g} M)", "records": expected,
+        "full_scan_s": t_full, "filtered_s": t_filtered, "ratio": t_full / t_filtered,
+    }
 
 
 def run() -> list[dict]:
@@ -123,23 +154,7 @@ def run() -> list[dict]:
                 "ratio": t_theirs / t_ours,
             })
 
-        # Last 10 % by time: timestamps increase by 1 ms per record within each partition.
-        per_partition = RECORDS // PARTITIONS
-        cutoff_ms = T0 + per_partition - per_partition // 10
-        import datetime as dt
-
-        cutoff = dt.datetime.fromtimestamp(cutoff_ms / 1000, dt.UTC)
-        expected = PARTITIONS * (per_partition // 10)
-
-        def kl_filtered() -> None:
-            df = spark.read.format("kafkalog").option("subscribe", TOPIC).load(str(data_dir))
-            assert df.where(df.timestamp >= cutoff).count() == expected
-
-        t_full, t_filtered = _median_times([kl_count, kl_filtered])
-        rows.append({
-            "bench": "WHERE timestamp >= X (last 10 %)", "records": expected, "full_scan_s": t_full,
-            "filtered_s": t_filtered, "ratio": t_full / t_filtered,
-        })
+        rows.append(_filter_row(spark, data_dir, TOPIC, RECORDS))
 
         def kl_empty() -> None:
             df = spark.read.format("kafkalog").option("subscribe", TOPIC).load(str(data_dir))
@@ -157,6 +172,9 @@ def run() -> list[dict]:
         })
         rows.append({"bench": "build topic (storage API)", "records": RECORDS, "seconds": build_s,
                      "rows_per_s": RECORDS / build_s})
+        if LARGE_RECORDS > RECORDS:
+            build_topic(data_dir, LARGE_RECORDS, TOPIC + "-large")
+            rows.append(_filter_row(spark, data_dir, TOPIC + "-large", LARGE_RECORDS, repeats=3))
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -165,13 +183,13 @@ def run() -> list[dict]:
 
 def main() -> None:
     rows = run()
-    print(f"{'bench':36} {'kafkalog s':>11} {'reference s':>12} {'kafkalog rows/s':>16} {'ratio':>7}")
+    print(f"{'bench':44} {'kafkalog s':>11} {'reference s':>12} {'kafkalog rows/s':>16} {'ratio':>7}")
     for r in rows:
         ours = r.get("kafkalog_s", r.get("filtered_s", r.get("seconds")))
         ref = r.get("parquet_s", r.get("full_scan_s", float("nan")))
         rate = r.get("kafkalog_rows_per_s", r["records"] / ours)
         ratio = r.get("ratio", float("nan"))
-        print(f"{r['bench']:36} {ours:11.2f} {ref:12.2f} {rate:16,.0f} {ratio:7.2f}")
+        print(f"{r['bench']:44} {ours:11.2f} {ref:12.2f} {rate:16,.0f} {ratio:7.2f}")
 
 
 if __name__ == "__main__":

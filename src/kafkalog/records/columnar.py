@@ -172,6 +172,17 @@ def _bytes_view(numbers: array) -> memoryview:
     return memoryview(numbers).cast("B")
 
 
+def _truncate_rows(validity: bytearray, offsets: array, rows: int) -> int:
+    """Cut a column's validity bitmap and offsets back to ``rows`` rows; returns how many of the
+    dropped rows were null."""
+    dropped_nulls = sum(not validity[i >> 3] >> (i & 7) & 1 for i in range(rows, len(offsets) - 1))
+    del offsets[rows + 1:]
+    del validity[(rows + 7) >> 3:]
+    if rows & 7:
+        validity[rows >> 3] &= (1 << (rows & 7)) - 1
+    return dropped_nulls
+
+
 class _PyBinary:
     __slots__ = ("data", "nulls", "offsets", "validity")
 
@@ -199,15 +210,9 @@ class _PyBinary:
 
     def truncate(self, rows: int) -> None:
         """Forget every row from ``rows`` on (undo of a failed extend)."""
-        have = len(self.offsets) - 1
-        if have <= rows:
-            return
-        self.nulls -= sum(not self.validity[i >> 3] >> (i & 7) & 1 for i in range(rows, have))
-        del self.data[self.offsets[rows]:]
-        del self.offsets[rows + 1:]
-        del self.validity[(rows + 7) >> 3:]
-        if rows & 7:
-            self.validity[rows >> 3] &= (1 << (rows & 7)) - 1
+        if len(self.offsets) - 1 > rows:
+            del self.data[self.offsets[rows]:]
+            self.nulls -= _truncate_rows(self.validity, self.offsets, rows)
 
     def take(self) -> tuple[bytearray, int, memoryview, bytearray]:
         return (self.validity, self.nulls, _bytes_view(self.offsets), self.data)
@@ -239,17 +244,11 @@ class _PyHeaders:
             row += 1
 
     def truncate(self, rows: int) -> None:
-        have = len(self.offsets) - 1
-        if have <= rows:
-            return
-        self.nulls -= sum(not self.validity[i >> 3] >> (i & 7) & 1 for i in range(rows, have))
-        items = self.offsets[rows]
-        self.keys.truncate(items)
-        self.values.truncate(items)
-        del self.offsets[rows + 1:]
-        del self.validity[(rows + 7) >> 3:]
-        if rows & 7:
-            self.validity[rows >> 3] &= (1 << (rows & 7)) - 1
+        if len(self.offsets) - 1 > rows:
+            items = self.offsets[rows]
+            self.keys.truncate(items)
+            self.values.truncate(items)
+            self.nulls -= _truncate_rows(self.validity, self.offsets, rows)
 
     def take(self) -> tuple:
         return (self.validity, self.nulls, _bytes_view(self.offsets), self.keys.take(), self.values.take())
