@@ -27,6 +27,8 @@ demo: install check-java
 test: install check-java
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/python -m pytest -q
+	@echo "== again on the pure-Python record walk (what runs where the C extension cannot be built)"
+	KAFKALOG_PURE_PYTHON=1 $(BIN)/python -m pytest -q tests/records tests/storage tests/test_cli*.py
 
 bench: install check-java
 	$(BIN)/python benchmarks/run.py
