@@ -28,9 +28,23 @@ import xxhash
 from kafkalog.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kafkalog.records.types import MAGIC_V0, MAGIC_V2, CompressionType
 
-__all__ = ["compress", "decompress"]
+__all__ = ["MAX_DECOMPRESSED_BYTES", "compress", "decompress"]
 
 BytesLike = bytes | bytearray | memoryview
+
+# A records area that decompresses to more than this is refused rather than materialised: gzip,
+# lz4 and zstd can expand a few bytes into megabytes (64 MiB of zeros is a 2 KiB zstd frame), so a
+# forged or damaged 1 MiB batch could otherwise ask for tens of gigabytes. No Kafka batch comes
+# near it (max.message.bytes limits the compressed size, 1 MiB by default). Bounded as it is
+# produced: memory never exceeds the limit by more than one step of the decompressor.
+MAX_DECOMPRESSED_BYTES = 1 << 30
+
+
+def _too_big(codec: str) -> CorruptRecordError:
+    return CorruptRecordError(
+        f"{codec} data decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes: refused (a damaged or "
+        "forged batch; no Kafka batch comes near this)"
+    )
 
 # --- gzip --------------------------------------------------------------------------------------
 
@@ -54,11 +68,15 @@ def _gzip_compress(data: BytesLike, level: int | None) -> bytes:
 def _gzip_decompress(data: BytesLike) -> bytes:
     out: list[bytes] = []
     rest = bytes(data)
+    room = MAX_DECOMPRESSED_BYTES
     try:
         while True:
             # wbits 31 = gzip wrapper, header and CRC/ISIZE trailer checked by zlib.
             inflater = zlib.decompressobj(31)
-            out.append(inflater.decompress(rest))
+            out.append(inflater.decompress(rest, room))
+            room -= len(out[-1])
+            if inflater.unconsumed_tail:
+                raise _too_big("gzip")
             if not inflater.eof:
                 raise CorruptRecordError("Truncated gzip stream (no end of deflate data)")
             rest = inflater.unused_data
@@ -229,6 +247,7 @@ def _lz4_decompress(data: BytesLike, magic: int) -> bytes:
     if scratch is None:
         scratch = scratches[block_max] = memoryview(bytearray(block_max))
     decompress_into = cramjam.lz4.decompress_block_into
+    total = 0
     while True:
         if end - pos < 4:
             raise CorruptRecordError(f"Truncated lz4 frame: no block size at byte {pos}")
@@ -249,6 +268,10 @@ def _lz4_decompress(data: BytesLike, magic: int) -> bytes:
             if _U32LE.unpack_from(view, pos)[0] != xxhash.xxh32_intdigest(block, 0):
                 raise CorruptRecordError(f"lz4 block checksum mismatch at byte {pos}")
             pos += 4
+        # Each block expands to at most block_max bytes, but tiny blocks can each ask for that much.
+        total += block_max
+        if total > MAX_DECOMPRESSED_BYTES:
+            raise _too_big("lz4")
         if word & _LZ4_UNCOMPRESSED:
             out.append(bytes(block))
             continue
@@ -273,6 +296,7 @@ except ImportError:  # pragma: no cover - exercised only where zstandard is abse
     _zstandard = None
 
 _zstd_local = threading.local()
+_ZSTD_SLICE = 4096
 
 
 def _zstd_compress(data: BytesLike, level: int | None) -> bytes:
@@ -302,18 +326,33 @@ def _zstd_decompress(data: BytesLike) -> bytes:
         decompressor = _zstd_local.decompressor = _zstandard.ZstdDecompressor()
     out: list[bytes] = []
     rest: BytesLike = data
+    produced = 0
     try:
         while True:
-            # Streaming, so a forged frame content size never sizes an allocation.
+            # Streaming, so a forged frame content size never sizes an allocation; fed in slices so
+            # that the output can be bounded as it grows (a slice expands to at most ~128 MiB).
             stream = decompressor.decompressobj()
-            out.append(stream.decompress(rest))
+            view = memoryview(rest)
+            for start in range(0, len(view), _ZSTD_SLICE):
+                piece = stream.decompress(view[start : start + _ZSTD_SLICE])
+                produced += len(piece)
+                if produced > MAX_DECOMPRESSED_BYTES:
+                    raise _too_big("zstd")
+                if piece:
+                    out.append(piece)
+                if stream.eof:
+                    break
             if not stream.eof:
                 raise CorruptRecordError("Truncated zstd frame")
             rest = stream.unused_data
+            if start + _ZSTD_SLICE < len(view):
+                rest = rest + bytes(view[start + _ZSTD_SLICE :])
             if not rest:
                 break
     except _zstandard.ZstdError as e:
         raise CorruptRecordError(f"Invalid zstd data: {e}") from None
+    if not out:
+        return b""
     return out[0] if len(out) == 1 else b"".join(out)
 
 
