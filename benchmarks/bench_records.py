@@ -1,7 +1,8 @@
 """Records codec throughput: kafkalog vs kafka-python's ``kafka.record`` in the same run.
 
 Workload: v2 batches of 100 records, key ~10 bytes, value ~90 bytes (compressible text), for the
-codecs none, lz4 and zstd. *Encode* = append 100 records to a builder and build the batch bytes.
+codecs none, lz4 and zstd. *Encode* = append 100 records to a builder and build the batch bytes
+(one ``append`` per record, and all 100 in one ``append_many`` call: the C encoder when built).
 *Decode* = deep iteration yielding offset, timestamp, key and value of every record (kafkalog via
 its columnar path ``RecordBatch.decode_columns``, which is what bulk readers use; the per-record
 ``RecordBatch.records()`` path is reported too, and so are the same columnar decode on the
@@ -65,6 +66,13 @@ def _kafkalog_encode(codec: CompressionType, recs: list[tuple[bytes, bytes, int]
     return builder.build().to_bytes()
 
 
+def _kafkalog_encode_many(codec: CompressionType, columns: tuple[list[int], list[bytes], list[bytes]]
+                          ) -> bytes:
+    builder = MemoryRecordsBuilder(2, codec, TimestampType.CREATE_TIME, 0)
+    builder.append_many(*columns)
+    return builder.build().to_bytes()
+
+
 def _kp_encode(codec: CompressionType, recs: list[tuple[bytes, bytes, int]]) -> bytes:
     builder = DefaultRecordBatchBuilder(2, int(codec), False, -1, -1, -1, 1 << 22)
     append = builder.append
@@ -116,12 +124,18 @@ def run() -> list[dict[str, object]]:
     for codec in CODECS:
         ours = _kafkalog_encode(codec, recs)
         theirs = _kp_encode(codec, recs)
+        columns = ([ts for _, _, ts in recs], [k for k, _, _ in recs], [v for _, v, _ in recs])
+        assert _kafkalog_encode_many(codec, columns) == ours
         # Both must decode each other's batch to the same records before we time anything.
         assert _kp_decode(ours) == RECORDS_PER_BATCH
         assert _kafkalog_decode_columns(theirs) == RECORDS_PER_BATCH
         assert RecordBatch(ours).compression_type is codec
-        enc_ours, enc_kp = _best_rates(
-            [lambda c=codec: _kafkalog_encode(c, recs), lambda c=codec: _kp_encode(c, recs)],
+        enc_ours, enc_kp, enc_many = _best_rates(
+            [
+                lambda c=codec: _kafkalog_encode(c, recs),
+                lambda c=codec: _kp_encode(c, recs),
+                lambda c=codec, cols=columns: _kafkalog_encode_many(c, cols),
+            ],
             RECORDS_PER_BATCH,
         )
         acc = ColumnAccumulator()
@@ -143,6 +157,8 @@ def run() -> list[dict[str, object]]:
                 "encode_kafkalog_rps": enc_ours,
                 "encode_kafka_python_rps": enc_kp,
                 "encode_ratio": enc_ours / enc_kp,
+                "encode_many_rps": enc_many,
+                "encode_many_ratio": enc_many / enc_kp,
                 "decode_kafkalog_rps": dec_cols,
                 "decode_kafkalog_records_rps": dec_recs,
                 "decode_kafka_python_rps": dec_kp,
@@ -159,14 +175,16 @@ def run() -> list[dict[str, object]]:
 def _main() -> None:
     rows = run()
     print(
-        f"{'codec':<6} {'bytes':>6} | {'enc kafkalog':>13} {'enc kafka-py':>13} {'ratio':>6} | "
+        f"{'codec':<6} {'bytes':>6} | {'enc kafkalog':>13} {'enc kafka-py':>13} {'ratio':>6} "
+        f"{'enc many':>12} {'ratio':>6} | "
         f"{'dec columns':>12} {'dec records':>12} {'dec kafka-py':>13} {'ratio':>6} {'rec ratio':>9} "
         f"{'py-walk ratio':>13} {'buffers':>12} {'ratio':>6}"
     )
     for r in rows:
         print(
             f"{r['codec']:<6} {r['batch_bytes']:>6} | {r['encode_kafkalog_rps']:>13,.0f} "
-            f"{r['encode_kafka_python_rps']:>13,.0f} {r['encode_ratio']:>6.2f} | "
+            f"{r['encode_kafka_python_rps']:>13,.0f} {r['encode_ratio']:>6.2f} "
+            f"{r['encode_many_rps']:>12,.0f} {r['encode_many_ratio']:>6.2f} | "
             f"{r['decode_kafkalog_rps']:>12,.0f} {r['decode_kafkalog_records_rps']:>12,.0f} "
             f"{r['decode_kafka_python_rps']:>13,.0f} {r['decode_ratio']:>6.2f} "
             f"{r['decode_records_ratio']:>9.2f} {r['decode_python_walk_ratio']:>13.2f} "

@@ -56,9 +56,9 @@ def build_topic(data_dir: Path, records: int = RECORDS, topic: str = TOPIC) -> N
         for p, log in enumerate(logs):
             for start in range(0, per_partition, BATCH):
                 builder = MemoryRecordsBuilder(2, CompressionType.NONE, TimestampType.CREATE_TIME, 0)
-                append = builder.append
-                for i in range(start, min(start + BATCH, per_partition)):
-                    append(T0 + i, b"key-%d" % (i * PARTITIONS + p), b"value-%09d" % i + filler)
+                rows = range(start, min(start + BATCH, per_partition))
+                builder.append_many([T0 + i for i in rows], [b"key-%d" % (i * PARTITIONS + p) for i in rows],
+                                    [b"value-%09d" % i + filler for i in rows])
                 log.append_as_leader(builder.build())
 
 

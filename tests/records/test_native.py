@@ -252,3 +252,15 @@ def test_a_failed_add_leaves_nothing_behind(use_native: bool) -> None:
     with pytest.raises(InvalidRecordError, match=r"record 2"):
         acc.add(bad)
     assert _chunk_bytes(acc.take()) == _chunk_bytes(ref.take())
+
+
+def test_timestamp_deltas_wrap_like_java_longs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # first timestamp -1, then Long.MAX_VALUE: the delta 2**63 is Java's Long.MIN_VALUE, and
+    # base + delta wraps back to Long.MAX_VALUE on read, in both walks
+    assert default_batch.varlong_bytes(2**63) == default_batch.varlong_bytes(-(2**63))
+    built = MemoryRecords.with_records(2, CompressionType.NONE,
+                                       [SimpleRecord(b"a", None, -1), SimpleRecord(b"b", None, 2**63 - 1)])
+    batch = next(built.batches())
+    assert [r.timestamp for r in batch.records()] == [-1, 2**63 - 1]
+    monkeypatch.setattr(default_batch, "native", None)
+    assert [r.timestamp for r in batch.records()] == [-1, 2**63 - 1]

@@ -64,6 +64,8 @@ __all__ = [
 BytesLike = bytes | bytearray | memoryview
 
 _EMPTY_HEADERS: tuple[Header, ...] = ()
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 # Zig-zag decoding of every single-byte varint.
 _ZZ1: tuple[int, ...] = tuple((b >> 1) ^ -(b & 1) for b in range(128))
 # ... and of every 2-byte varint, indexed by ``first_byte << 7 | second_byte`` (first byte >= 0x80).
@@ -240,6 +242,9 @@ def decode_records_area(
         timestamps = [log_append_time] * n
     else:
         timestamps = list(map(base_timestamp.__add__, ts_deltas))
+        if n and not _LONG_MIN <= min(timestamps) <= max(timestamps) <= _LONG_MAX:
+            # Java's long addition wraps (so does the C walk)
+            timestamps = [((t - _LONG_MIN) & _MASK64) + _LONG_MIN for t in timestamps]
     headers: list[tuple[Header, ...]] = [_EMPTY_HEADERS] * n
     for i, h in with_headers.items():
         headers[i] = h
@@ -436,11 +441,13 @@ NULL_VARINT = b"\x01"  # varint -1: a null key, value or header value
 ZERO_VARINT = b"\x00"
 # Encoded varint for every zig-zag value below 2**14: VARINT_BYTES[n << 1] encodes n >= 0 (< 8192).
 VARINT_BYTES: tuple[bytes, ...] = tuple(zigzag_bytes(z) for z in range(1 << 14))
-_MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 def varlong_bytes(n: int) -> bytes:
-    """Zig-zag varlong encoding of ``n`` (table lookup for the common small values)."""
+    """Zig-zag varlong encoding of ``n`` (table lookup for the common small values). ``n`` is taken
+    as a Java long: a difference of two timestamps that overflows wraps, as it does in Kafka."""
+    if not _LONG_MIN <= n <= _LONG_MAX:
+        n = ((n - _LONG_MIN) & _MASK64) + _LONG_MIN
     z = ((n << 1) ^ (n >> 63)) & _MASK64
     if z < 16384:
         return VARINT_BYTES[z]

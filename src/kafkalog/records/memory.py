@@ -9,7 +9,7 @@ batch is a zero-copy slice of the buffer.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from kafkalog.clock import SYSTEM_TIME
@@ -32,6 +32,7 @@ from kafkalog.records.default_batch import (
     varlong_bytes,
 )
 from kafkalog.records.legacy import LegacyBatchBuilder
+from kafkalog.records.native import native
 from kafkalog.records.types import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -471,6 +472,40 @@ class MemoryRecordsBuilder:
     def append_record(self, record: SimpleRecord) -> int | None:
         return self.append(record.timestamp, record.key, record.value, record.headers)
 
+    def append_many(
+        self,
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Iterable[Header] | None] | None = None,
+    ) -> None:
+        """Append ``len(timestamps)`` records at the next offsets: record i is
+        ``(timestamps[i], keys[i], values[i], headers[i])`` (``headers=None``: none at all).
+
+        Exactly what as many ``append`` calls do: the same bytes, the same builder state, and on a
+        bad record the same error with the records before it appended. For magic 2 the records
+        are encoded in one call into the C extension when it is built (``records.native``); for
+        magic 0/1, and without the extension, this is a loop of ``append``. The sequences must
+        have the same length (``ValueError`` otherwise, before anything is appended).
+        """
+        self._append_loop(0, *_sequences(timestamps, keys, values, headers))
+
+    def _append_loop(
+        self,
+        start: int,
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Iterable[Header] | None] | None,
+    ) -> None:
+        append = self.append
+        if headers is None:
+            for i in range(start, len(timestamps)):
+                append(timestamps[i], keys[i], values[i])
+        else:
+            for i in range(start, len(timestamps)):
+                append(timestamps[i], keys[i], values[i], headers[i] or ())
+
     def append_control_record(
         self, timestamp: int, control_type: ControlRecordType, value: bytes | None
     ) -> None:
@@ -514,6 +549,30 @@ class MemoryRecordsBuilder:
 
     def close(self) -> None:
         self.build()
+
+
+# append_many's arguments: timestamps, keys, values, headers (per record, or None for none at all).
+_Columns = tuple[
+    Sequence[int], Sequence[bytes | None], Sequence[bytes | None], Sequence[Iterable[Header] | None] | None
+]
+
+
+def _sequences(
+    timestamps: Sequence[int],
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    headers: Sequence[Iterable[Header] | None] | None,
+) -> _Columns:
+    """``append_many``'s arguments as indexable sequences of one length (iterators are read once)."""
+    ts, ks, vs, hs = (
+        a if a is None or isinstance(a, (list, tuple)) else list(a)
+        for a in (timestamps, keys, values, headers)
+    )
+    n = len(ts)
+    if len(ks) != n or len(vs) != n or (hs is not None and len(hs) != n):
+        lengths = ", ".join(str(len(a)) for a in (ts, ks, vs, hs) if a is not None)
+        raise ValueError(f"append_many: timestamps, keys, values and headers differ in length ({lengths})")
+    return ts, ks, vs, hs
 
 
 _MAX_DELTA = 0x7FFFFFFF
@@ -612,6 +671,58 @@ class _DefaultMemoryRecordsBuilder(MemoryRecordsBuilder):
             self._offset_of_max_ts = offset
         self._next = offset + 1
         self._count += 1
+
+    def append_many(
+        self,
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Iterable[Header] | None] | None = None,
+    ) -> None:
+        timestamps, keys, values, headers = _sequences(timestamps, keys, values, headers)
+        n = len(timestamps)
+        start = 0
+        if native is not None and self._open and n:
+            try:
+                encoded = self._encode(timestamps, keys, values, headers)
+            except ValueError as e:
+                # The C encoder refuses a record it cannot vouch for (ValueError(message, index)):
+                # it encodes the ones before it, the Python append takes that one and the rest.
+                if len(e.args) != 2 or not isinstance(e.args[1], int):
+                    raise
+                start = e.args[1]
+            else:
+                self._add_encoded(encoded, timestamps, n)
+                return
+            if start:
+                prefix = self._encode(timestamps[:start], keys[:start], values[:start],
+                                      None if headers is None else headers[:start])
+                self._add_encoded(prefix, timestamps, start)
+        self._append_loop(start, timestamps, keys, values, headers)
+
+    def _encode(
+        self,
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Iterable[Header] | None] | None,
+    ) -> tuple[bytes, int, int]:
+        assert native is not None
+        first_delta = self._next - self._base_offset
+        return native.encode_v2(timestamps, keys, values, headers, self._first_ts, first_delta)
+
+    def _add_encoded(self, encoded: tuple[bytes, int, int], timestamps: Sequence[int], count: int) -> None:
+        """The builder state after ``count`` appends of the records ``encode_v2`` wrote (the first
+        ``count`` of ``timestamps``), as the appends would have left it."""
+        data, max_ts, index = encoded
+        if self._first_ts is None:
+            self._first_ts = timestamps[0]
+        self._parts.append(data)
+        if index >= 0 and max_ts > self._max_ts:  # append keeps the first record with the max
+            self._max_ts = max_ts
+            self._offset_of_max_ts = self._next + index
+        self._next += count
+        self._count += count
 
     def append_with_offset(
         self,

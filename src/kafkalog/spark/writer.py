@@ -19,9 +19,11 @@ import fcntl
 import logging
 import os
 import time
+from bisect import bisect_right
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -419,7 +421,10 @@ class _WriteTask:
                 self.flush(tp)
 
     def _build(self, info: _TopicInfo, pend: _Pending) -> list:
-        """MemoryRecords batches of the pending rows, each below the topic's max.message.bytes."""
+        """MemoryRecords batches of the pending rows, each below the topic's max.message.bytes.
+
+        A batch takes rows while the sum of their size estimates stays within the limit (and at
+        least one row); each batch's rows are encoded in one ``append_many`` call."""
         config = info.config
         magic = config.target_magic
         codec = self.codec
@@ -427,28 +432,35 @@ class _WriteTask:
             codec = CompressionType.NONE  # a producer for an old format cannot use zstd either
         ts_type = TimestampType.NO_TIMESTAMP_TYPE if magic == MAGIC_V0 else TimestampType.CREATE_TIME
         limit = int(config.max_message_bytes * 0.9) - BATCH_OVERHEAD
+        keys, values = pend.keys, pend.values
+        headers: list[tuple[Header, ...]] | None = pend.headers if any(pend.headers) else None
+        n = len(values)
+        if headers is not None and magic < MAGIC_V2:
+            # The rows before the first one with headers are encoded first: their errors come first.
+            n = next(i for i, hs in enumerate(headers) if hs)
+        timestamps = pend.timestamps if magic > MAGIC_V0 else [-1] * n
+        sizes = [len(v or b"") + len(k or b"") + RECORD_OVERHEAD_ESTIMATE
+                 for k, v in zip(keys[:n], values[:n], strict=True)]
+        if headers is not None:
+            for i, hs in enumerate(headers[:n]):
+                if hs:
+                    sizes[i] += sum(len(h.key) + len(h.value or b"") + 8 for h in hs)
+        ends = list(accumulate(sizes))  # strictly increasing: every estimate is > 0
         out = []
-        builder = None
-        size = 0
-        for ts, key, value, hs in zip(pend.timestamps, pend.keys, pend.values, pend.headers, strict=True):
-            if hs and magic < MAGIC_V2:
-                raise UnsupportedForMessageFormatError(
-                    f"kafkalog sink: record headers need message format v2, but the topic is written in "
-                    f"v{magic} "
-                    f"(message.format.version={config.message_format_version})"
-                )
-            rec = len(value or b"") + len(key or b"") + RECORD_OVERHEAD_ESTIMATE + sum(
-                len(h.key) + len(h.value or b"") + 8 for h in hs)
-            if builder is not None and size + rec > limit:
-                out.append(builder.build())
-                builder = None
-            if builder is None:
-                builder = MemoryRecordsBuilder(magic, codec, ts_type, 0)
-                size = 0
-            builder.append(ts if magic > MAGIC_V0 else -1, key, value, hs)
-            size += rec
-        if builder is not None:
+        start, before = 0, 0  # first row of the next batch; the estimates summed before it
+        while start < n:
+            stop = max(bisect_right(ends, before + limit, start), start + 1)
+            builder = MemoryRecordsBuilder(magic, codec, ts_type, 0)
+            builder.append_many(timestamps[start:stop], keys[start:stop], values[start:stop],
+                                None if headers is None else headers[start:stop])
             out.append(builder.build())
+            start, before = stop, ends[stop - 1]
+        if n < len(values):
+            raise UnsupportedForMessageFormatError(
+                f"kafkalog sink: record headers need message format v2, but the topic is written in "
+                f"v{magic} "
+                f"(message.format.version={config.message_format_version})"
+            )
         return out
 
     def flush(self, tp: tuple[str, int]) -> None:
