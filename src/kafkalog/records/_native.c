@@ -33,6 +33,7 @@
  *   ColumnAccumulator.add_v2 -> Arrow-layout column buffers (bytearrays) for bulk readers
  *   encode_v2        <- Python lists: many records appended at once (MemoryRecordsBuilder.append_many;
  *                       its rules are described at the function)
+ * and murmur2, the Java producer's key hash, which a bulk write computes for every keyed record.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1555,10 +1556,58 @@ done:
  * Module
  * ------------------------------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------------------------------
+ * murmur2: the Java producer's key hash, per keyed record of a bulk write
+ * ------------------------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(murmur2_doc,
+"murmur2(key) -> int\n\n"
+"Kafka's Utils.murmur2 of the key bytes, as a signed 32-bit int (storage/partitioner.py has the\n"
+"Python version this must equal).");
+
+static PyObject *murmur2(PyObject *self, PyObject *arg)
+{
+    Py_buffer buf;
+    if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    const uint32_t m = 0x5bd1e995u;
+    /* Java: int length; int h = seed ^ length (lengths beyond 2^31 cannot be keys) */
+    uint32_t h = 0x9747b28cu ^ (uint32_t)buf.len;
+    Py_ssize_t words = buf.len / 4;
+    for (Py_ssize_t i = 0; i < words; i++) {
+        const uint8_t *p = d + 4 * i;
+        uint32_t k = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    const uint8_t *tail = d + 4 * words;
+    switch (buf.len & 3) { /* Java's switch falls through 3 -> 2 -> 1 */
+    case 3:
+        h ^= (uint32_t)tail[2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)tail[1] << 8;
+        /* fall through */
+    case 1:
+        h ^= tail[0];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    PyBuffer_Release(&buf);
+    return PyLong_FromLong((int32_t)h);
+}
+
 static PyMethodDef module_methods[] = {
     {"decode_v2", decode_v2, METH_VARARGS, decode_v2_doc},
     {"summarize_v2", summarize_v2, METH_VARARGS, summarize_v2_doc},
     {"encode_v2", encode_v2, METH_VARARGS, encode_v2_doc},
+    {"murmur2", murmur2, METH_O, murmur2_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,8 +10,9 @@ import random
 import struct
 
 from kafkalog.errors import InvalidConfigError
+from kafkalog.records.native import native
 
-__all__ = ["StickyPartitioner", "murmur2", "partition_for_key", "to_positive"]
+__all__ = ["StickyPartitioner", "murmur2", "murmur2_py", "partition_for_key", "to_positive"]
 
 _M32 = 0xFFFFFFFF
 _SEED = 0x9747B28C
@@ -19,8 +20,9 @@ _M = 0x5BD1E995  # mixing constant of MurmurHash2
 _R = 24
 
 
-def murmur2(data: bytes | bytearray | memoryview) -> int:
-    """MurmurHash2 exactly as Kafka's ``Utils.murmur2``; the result is a signed 32-bit int like Java's."""
+def murmur2_py(data: bytes | bytearray | memoryview) -> int:
+    """MurmurHash2 exactly as Kafka's ``Utils.murmur2``; the result is a signed 32-bit int like Java's.
+    (``murmur2`` is the C version of this when the extension is built.)"""
     length = len(data)
     h = (_SEED ^ length) & _M32
     n_words = length >> 2
@@ -44,6 +46,9 @@ def murmur2(data: bytes | bytearray | memoryview) -> int:
     h = (h * _M) & _M32
     h ^= h >> 15
     return h - 0x100000000 if h & 0x80000000 else h
+
+
+murmur2 = native.murmur2 if native is not None else murmur2_py
 
 
 def to_positive(number: int) -> int:
