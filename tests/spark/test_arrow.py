@@ -107,3 +107,24 @@ def test_timestamp_beyond_spark_range_is_one_clear_error(use_native):
     b.add_columns(RecordColumns([0], [2**62], TimestampType.CREATE_TIME, [None], [b"v"], [()], [-1], []))
     with pytest.raises(Exception, match="cannot be represented as a Spark timestamp"):
         b.build()
+
+
+def test_read_range_bounds_arrow_batches_by_decoded_bytes(tmp_path, monkeypatch):
+    # zstd batches of zeros are tiny on disk and large decoded: the chunking must follow the
+    # decoded size, or one Arrow batch would hold the whole partition
+    from kafkalog.spark import reader
+    from kafkalog.storage.log_manager import LogManager
+
+    with LogManager(tmp_path) as lm:
+        (log,) = lm.create_topic("z", 1)
+        for b in range(40):
+            records = [SimpleRecord(b"\0" * 10_000, b"k", T0 + b * 10 + i) for i in range(10)]
+            log.append_as_leader(MemoryRecords.with_records(2, CompressionType.ZSTD, records))
+    assert sum(p.stat().st_size for p in (tmp_path / "z-0").glob("*.log")) < 100_000
+    monkeypatch.setattr(reader, "ARROW_BATCH_BYTES", 256 * 1024)
+    part = reader.KafkaLogInputPartition(str(tmp_path), "z", 0, 0, 400)
+    chunks = list(reader.read_range(part))
+    assert sum(c.num_rows for c in chunks) == 400
+    # at most one record batch (100 KB decoded) past the bound
+    assert max(c.column("value").nbytes for c in chunks) <= 256 * 1024 + 110_000
+    assert len(chunks) >= 10

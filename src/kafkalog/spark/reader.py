@@ -301,16 +301,14 @@ def read_range(part: KafkaLogInputPartition) -> Iterator[pa.RecordBatch]:
         if start >= end:
             return
         builder = ColumnBuilder(part.topic, part.partition, part.include_headers)
-        pending_bytes = 0
         for batch in visible_batches(plog, start, end, part.read_committed):
-            added = builder.add(batch, start, end)
-            if added:
-                pending_bytes += batch.size_in_bytes
-                if len(builder) >= ARROW_BATCH_ROWS or pending_bytes >= ARROW_BATCH_BYTES:
-                    pending_bytes = 0
-                    out = builder.build()
-                    if out is not None:
-                        yield out
+            # Bounded by what was decoded, not by the batch sizes on disk: a compressed batch can
+            # decode to many times its size.
+            if builder.add(batch, start, end) and (
+                    len(builder) >= ARROW_BATCH_ROWS or builder.nbytes >= ARROW_BATCH_BYTES):
+                out = builder.build()
+                if out is not None:
+                    yield out
         out = builder.build()
         if out is not None:
             yield out
