@@ -208,13 +208,10 @@ typedef struct {
  * slices, this may step past `end`: the next read, or the record's end check, says what is
  * wrong, and parse_record never accepts a record that ends past `end`, so nothing outside the
  * buffer is ever copied. */
-static inline int skip_bytes(Py_ssize_t end, Py_ssize_t *pos, int32_t len, Err *e)
+static inline void skip_bytes(Py_ssize_t *pos, int32_t len)
 {
-    (void)end;
-    (void)e;
     if (len > 0)
         *pos += len;
-    return 0;
 }
 
 /* Header walk shared by validation and copying: (key_pos, key_len, value_pos, value_len). */
@@ -229,12 +226,12 @@ static inline int next_header(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos,
         return -1;
     }
     *kp = *pos;
-    if (skip_bytes(end, pos, *kl, e) < 0)
-        return -1;
+    skip_bytes(pos, *kl);
     if (read_varint(d, end, pos, vl, e) < 0)
         return -1;
     *vp = *pos;
-    return skip_bytes(end, pos, *vl, e);
+    skip_bytes(pos, *vl);
+    return 0;
 }
 
 static int parse_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *r, Err *e)
@@ -251,13 +248,11 @@ static int parse_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *
     if (read_varint(d, end, pos, &r->key_len, e) < 0)
         return -1;
     r->key_pos = *pos;
-    if (skip_bytes(end, pos, r->key_len, e) < 0)
-        return -1;
+    skip_bytes(pos, r->key_len);
     if (read_varint(d, end, pos, &r->value_len, e) < 0)
         return -1;
     r->value_pos = *pos;
-    if (skip_bytes(end, pos, r->value_len, e) < 0)
-        return -1;
+    skip_bytes(pos, r->value_len);
     if (read_varint(d, end, pos, &r->header_count, e) < 0)
         return -1;
     r->headers_pos = *pos;

@@ -115,14 +115,14 @@ class ColumnAccumulator:
 
     def add(self, batch: RecordBatch, start: int | None = None, end: int | None = None) -> int:
         """Append the records of ``batch`` with ``start <= offset < end``; returns how many."""
-        lo = -(2**63) if start is None else start
-        hi = 2**63 - 1 if end is None else end
         if batch.magic >= MAGIC_V2:
             count = batch.record_count
             if count <= 0:
-                if count < 0:
-                    batch.decode_columns()  # raises the decoder's "invalid record count" error
+                default_batch.check_record_count(count, default_batch.batch_where(batch.position,
+                                                                                  batch.base_offset))
                 return 0
+            lo = -(2**63) if start is None else start
+            hi = 2**63 - 1 if end is None else end
             entry = batch.buffer
             attributes = batch.attributes
             ts_type = batch.timestamp_type
@@ -132,7 +132,7 @@ class ColumnAccumulator:
                     data, pos, count, batch.base_offset, batch.base_timestamp, int(ts_type),
                     batch.max_timestamp if ts_type is TimestampType.LOG_APPEND_TIME else None, lo, hi)
             except ValueError as e:
-                where = f"batch at position {batch.position}, base offset {batch.base_offset}"
+                where = default_batch.batch_where(batch.position, batch.base_offset)
                 raise default_batch.native_error(e, where) from None
         return self.add_columns(batch.decode_columns(), start, end)
 

@@ -50,6 +50,8 @@ __all__ = [
     "build_batch",
     "compute_attributes",
     "decode_columns",
+    "batch_where",
+    "check_record_count",
     "decode_records_area",
     "decode_records_area_native",
     "native_error",
@@ -332,13 +334,22 @@ def records_area(entry: memoryview, attributes: int) -> tuple[BytesLike, int]:
     return compression.decompress(codec, entry[RECORD_BATCH_OVERHEAD:], MAGIC_V2), 0
 
 
+def batch_where(position: int, base_offset: int) -> str:
+    """How decode errors name a v2 batch."""
+    return f"batch at position {position}, base offset {base_offset}"
+
+
+def check_record_count(count: int, where: str) -> None:
+    if count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch ({where})")
+
+
 def summarize_records(
     entry: memoryview, position: int, *, base_offset: int, attributes: int, base_timestamp: int, count: int
 ) -> RecordsSummary:
     """``summarize_records_area`` of the v2 batch whose bytes are ``entry`` (decompressed if needed)."""
-    where = f"batch at position {position}, base offset {base_offset}"
-    if count < 0:
-        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch ({where})")
+    where = batch_where(position, base_offset)
+    check_record_count(count, where)
     if count == 0:
         return RecordsSummary(0, NO_TIMESTAMP, NO_TIMESTAMP, False, False, True)
     data, start = records_area(entry, attributes)
@@ -357,10 +368,9 @@ def decode_columns(
     count: int,
 ) -> RecordColumns:
     """Decode (and decompress if needed) every record of the v2 batch whose bytes are ``entry``."""
-    where = f"batch at position {position}, base offset {base_offset}"
+    where = batch_where(position, base_offset)
     ts_type = TimestampType.LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_MASK else TimestampType.CREATE_TIME
-    if count < 0:
-        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch ({where})")
+    check_record_count(count, where)
     if count == 0:
         return RecordColumns([], [], ts_type, [], [], [], [], [])
     data, start = records_area(entry, attributes)

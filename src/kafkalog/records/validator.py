@@ -50,13 +50,18 @@ from kafkalog.records.default_batch import RecordsSummary
 from kafkalog.records.legacy import LegacyMessage
 from kafkalog.records.memory import MemoryRecords, MemoryRecordsBuilder
 from kafkalog.records.types import (
+    ATTRIBUTES_OFFSET,
+    BASE_OFFSET_OFFSET,
+    CRC_OFFSET,
     LOG_OVERHEAD,
     MAGIC_V0,
     MAGIC_V1,
     MAGIC_V2,
+    MAX_TIMESTAMP_OFFSET,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_ID,
     NO_TIMESTAMP,
+    PARTITION_LEADER_EPOCH_OFFSET,
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     CompressionType,
@@ -921,7 +926,6 @@ _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _U32 = struct.Struct(">I")
-_BASE_OFFSET_AT, _EPOCH_AT, _CRC_AT, _ATTRIBUTES_AT, _MAX_TIMESTAMP_AT = 0, 12, 17, 21, 35
 
 
 def validate_lone_v2_batch(
@@ -960,7 +964,7 @@ def validate_lone_v2_batch(
     # attributes 0: no compression, CreateTime, not transactional, not control
     if (size + LOG_OVERHEAD != n or magic != MAGIC_V2 or base != 0 or attributes != 0
             or producer_id != NO_PRODUCER_ID or count <= 0 or last_delta != count - 1
-            or crc32c(buf[_ATTRIBUTES_AT:]) != crc):
+            or crc32c(buf[ATTRIBUTES_OFFSET:]) != crc):
         return None
     try:
         lo, hi, no_timestamp, null_key, _ = walker.summarize_v2(buf, RECORD_BATCH_OVERHEAD, count, base_ts)
@@ -971,16 +975,16 @@ def validate_lone_v2_batch(
     batch_max = max(hi, NO_TIMESTAMP) if no_timestamp else hi
 
     out = bytearray(buf)  # never edit the caller's buffer
-    _I64.pack_into(out, _BASE_OFFSET_AT, offset_counter)  # setLastOffset: base = last - lastOffsetDelta
-    _I32.pack_into(out, _EPOCH_AT, partition_leader_epoch)
+    _I64.pack_into(out, BASE_OFFSET_OFFSET, offset_counter)  # setLastOffset: base = last - lastOffsetDelta
+    _I32.pack_into(out, PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
     next_offset = offset_counter + count
     log_append = config.timestamp_type is TimestampType.LOG_APPEND_TIME
     if log_append or batch_max != max_ts:
         # setMaxTimestamp rewrites attributes, max timestamp and CRC only when they change
         if log_append:
-            _I16.pack_into(out, _ATTRIBUTES_AT, TIMESTAMP_TYPE_MASK)
-        _I64.pack_into(out, _MAX_TIMESTAMP_AT, now_ms if log_append else batch_max)
-        _U32.pack_into(out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
+            _I16.pack_into(out, ATTRIBUTES_OFFSET, TIMESTAMP_TYPE_MASK)
+        _I64.pack_into(out, MAX_TIMESTAMP_OFFSET, now_ms if log_append else batch_max)
+        _U32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     if log_append:
         max_timestamp, shallow = now_ms, next_offset - 1
     elif batch_max > NO_TIMESTAMP:
