@@ -565,25 +565,9 @@ class LogValidator:
                 f"zstd compression is not supported for magic {magic} ({_where(index, batch)})"
             )
 
-    def _v2_records_all_valid(self, batch: RecordBatch, recs: _BatchRecords) -> bool:
-        """Whether every record of a v2 batch passes :meth:`_validate_record`, decided on whole
-        columns (min/max timestamps, any null key). False means: check record by record."""
-        if recs.messages is not None or batch.timestamp_type is TimestampType.LOG_APPEND_TIME:
-            return False
-        config = self._config
-        if config.compacted_topic and None in recs.keys:
-            return False
-        if config.timestamp_type is TimestampType.CREATE_TIME and recs.timestamps:
-            stamps = recs.timestamps
-            if NO_TIMESTAMP in stamps:
-                stamps = [t for t in stamps if t != NO_TIMESTAMP]
-            if stamps and (self._now - min(stamps) > config.timestamp_before_max_ms
-                           or max(stamps) - self._now > config.timestamp_after_max_ms):
-                return False
-        return True
-
     def _summary_all_valid(self, batch: RecordBatch, summary: RecordsSummary) -> bool:
-        """:meth:`_v2_records_all_valid` decided from a ``RecordsSummary`` (no decoded records)."""
+        """Whether every record of a v2 batch passes :meth:`_validate_record`, decided from its
+        ``RecordsSummary`` (no decoded records). False means: decode and check record by record."""
         if batch.timestamp_type is TimestampType.LOG_APPEND_TIME:
             return False
         return _records_pass(self._config, self._now, summary.has_null_key, summary.min_timestamp,
@@ -689,11 +673,9 @@ class LogValidator:
             if summary is not None and self._summary_all_valid(batch, summary):
                 offset_counter += summary.count
                 max_batch_timestamp = self._summary_max_timestamp(summary)
-            elif self._v2_records_all_valid(batch, recs := self._decode(index, batch)):
-                # Column-wise: nothing can fail, so skip the per-record calls (the hot path).
-                offset_counter += len(recs)
-                max_batch_timestamp = max(recs.timestamps, default=NO_TIMESTAMP)
             else:
+                # Legacy messages, or a v2 batch with some record to reject: record by record.
+                recs = self._decode(index, batch)
                 errors: list[_RecordError] = []
                 max_batch_timestamp = NO_TIMESTAMP
                 for i in range(len(recs)):
