@@ -60,6 +60,7 @@ __all__ = [
     "summarize_records_area",
     "encode_headers",
     "encode_record",
+    "largest_timestamp",
     "varlong_bytes",
 ]
 
@@ -300,6 +301,16 @@ class RecordsSummary:
     has_no_timestamp: bool
     has_null_key: bool
     sequential_offsets: bool
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The largest record timestamp, -1 included (what max() over every record gives)."""
+        return largest_timestamp(self.max_timestamp, self.has_no_timestamp)
+
+
+def largest_timestamp(max_timestamp: int, has_no_timestamp: bool) -> int:
+    """``RecordsSummary.largest_timestamp`` from its two fields (for callers holding them bare)."""
+    return max(max_timestamp, NO_TIMESTAMP) if has_no_timestamp else max_timestamp
 
 
 def summarize_records_area(

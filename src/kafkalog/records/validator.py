@@ -573,13 +573,6 @@ class LogValidator:
         return _records_pass(self._config, self._now, summary.has_null_key, summary.min_timestamp,
                              summary.max_timestamp)
 
-    @staticmethod
-    def _summary_max_timestamp(summary: RecordsSummary) -> int:
-        """The largest record timestamp, -1 included (what max() over every record gives)."""
-        if summary.has_no_timestamp:
-            return max(summary.max_timestamp, NO_TIMESTAMP)
-        return summary.max_timestamp
-
     def _validate_record(
         self, batch: RecordBatch, recs: _BatchRecords, i: int, batch_index: int
     ) -> _RecordError | None:
@@ -672,7 +665,7 @@ class LogValidator:
                     raise _in_batch(e, index, batch) from e
             if summary is not None and self._summary_all_valid(batch, summary):
                 offset_counter += summary.count
-                max_batch_timestamp = self._summary_max_timestamp(summary)
+                max_batch_timestamp = summary.largest_timestamp
             else:
                 # Legacy messages, or a v2 batch with some record to reject: record by record.
                 recs = self._decode(index, batch)
@@ -794,7 +787,7 @@ class LogValidator:
                         and batch.base_offset == expected_inner_offset):
                     expected_inner_offset += summary.count
                     record_count += summary.count
-                    max_timestamp = max(max_timestamp, self._summary_max_timestamp(summary))
+                    max_timestamp = max(max_timestamp, summary.largest_timestamp)
                     continue
             recs = self._decode(index, batch)
             errors: list[_RecordError] = []
@@ -954,7 +947,7 @@ def validate_lone_v2_batch(
         return None
     if not _records_pass(config, now_ms, null_key, lo, hi):
         return None
-    batch_max = max(hi, NO_TIMESTAMP) if no_timestamp else hi
+    batch_max = default_batch.largest_timestamp(hi, no_timestamp)
 
     out = bytearray(buf)  # never edit the caller's buffer
     _I64.pack_into(out, BASE_OFFSET_OFFSET, offset_counter)  # setLastOffset: base = last - lastOffsetDelta
