@@ -116,14 +116,23 @@ def _print_json(obj: Any, out: IO[str] | None = None) -> None:
     out.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=not utf8) + "\n")
 
 
+def _report_cuts(reports: Sequence[Any]) -> None:
+    """Data that recovery cut is always reported: one line per partition on stderr, with or
+    without -v (the storage layer's own WARNING goes to logging, which -v shows as well)."""
+    for report in reports:
+        print(f"{PROG}: warning: {_one_line(report.describe())}", file=sys.stderr)
+
+
 def _open_manager(path: Path, *, read_only: bool, **kwargs: Any) -> Any:
     from kafkalog.storage.log_manager import LogManager
 
     progress = Progress("loading partitions")
     try:
-        return LogManager(path, read_only=read_only, progress=progress.update, **kwargs)
+        lm = LogManager(path, read_only=read_only, progress=progress.update, **kwargs)
     finally:
         progress.clear()
+    _report_cuts(lm.recovery_reports())
+    return lm
 
 
 # --- topics ----------------------------------------------------------------------------------------
@@ -262,13 +271,13 @@ def _parse_produce_line(line: str, line_no: int, args: argparse.Namespace, now: 
     return SimpleRecord(value, key, timestamp, tuple(headers)), partition
 
 
-def _append_batch(lm: Any, args: argparse.Namespace, codec: CompressionType, partition: int,
+def _append_batch(appender: Any, args: argparse.Namespace, codec: CompressionType, partition: int,
                   state: _ProduceState) -> None:
     records = state.pending.pop(partition, [])
     if not records:
         return
     built = MemoryRecords.with_records(args.magic, codec, records)
-    info = lm.get_log(args.topic, partition).append_as_leader(built)
+    info = appender.log(partition).append_as_leader(built)
     stats = state.stats.setdefault(partition, _PartitionStats())
     if stats.first_offset is None:
         # Legacy appends may not know their first offset; each record got one offset.
@@ -282,6 +291,7 @@ def _append_batch(lm: Any, args: argparse.Namespace, codec: CompressionType, par
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
+    from kafkalog.storage.appender import PartitionAppender, list_partitions
     from kafkalog.storage.partitioner import StickyPartitioner, partition_for_key
 
     if args.batch_size < 1:
@@ -289,14 +299,20 @@ def cmd_produce(args: argparse.Namespace) -> int:
     codec = CompressionType.for_name(args.compression)
     if codec is CompressionType.ZSTD and args.magic < MAGIC_V2:
         raise CliError("zstd compression needs --magic 2")
+    data_dir = _existing_data_dir(args.data_dir)
     state = _ProduceState()
     progress = Progress(f"producing to {args.topic}")
-    with _open_manager(_existing_data_dir(args.data_dir), read_only=False) as lm:
-        partitions = lm.partitions(args.topic)
-        count = len(partitions)
-        if args.partition is not None and args.partition not in partitions:
-            raise UnknownTopicOrPartitionError(
-                f"Partition {args.partition} of topic {args.topic!r} does not exist (it has {count})")
+    partitions = list_partitions(data_dir, args.topic)
+    count = len(partitions)
+    if not partitions:
+        raise UnknownTopicOrPartitionError(f"Topic {args.topic!r} does not exist in {data_dir}")
+    if args.partition is not None and args.partition not in partitions:
+        raise UnknownTopicOrPartitionError(
+            f"Partition {args.partition} of topic {args.topic!r} does not exist (it has {count})")
+    failure: Exception | None = None
+    # The storage layer's append protocol, as Spark writers use it: refused while a LogManager or
+    # broker owns the directory, other appenders to these partitions wait for this run.
+    with PartitionAppender(data_dir, args.topic, partitions) as appender:
         sticky = StickyPartitioner(count)
         line_no = 0
         try:
@@ -326,20 +342,24 @@ def cmd_produce(args: argparse.Namespace) -> int:
                 if uses_sticky:
                     state.sticky_pending.add(partition)
                 if len(pending) >= args.batch_size:
-                    _append_batch(lm, args, codec, partition, state)
+                    _append_batch(appender, args, codec, partition, state)
                     if partition in state.sticky_pending:
                         # Kafka's sticky partitioner moves on when the sticky batch is complete.
                         state.sticky_pending.discard(partition)
                         sticky.on_batch_complete()
                 progress.update(line_no, unit=" lines")
             for partition in sorted(state.pending):
-                _append_batch(lm, args, codec, partition, state)
+                _append_batch(appender, args, codec, partition, state)
         except (CliError, KafkaLogError) as e:
-            unsent = sum(len(v) for v in state.pending.values())
-            raise CliError(f"{_one_line(e)}; {state.records} records from earlier lines were appended, "
-                           f"{unsent} pending records were not written") from None
+            # What was appended is whole: the logs are closed cleanly before the error is reported.
+            failure = e
         finally:
             progress.clear()
+            _report_cuts(appender.recovery_reports)
+    if failure is not None:
+        unsent = sum(len(v) for v in state.pending.values())
+        raise CliError(f"{_one_line(failure)}; {state.records} records from earlier lines were appended, "
+                       f"{unsent} pending records were not written")
     _print_json({
         "topic": args.topic,
         "records": state.records,
@@ -485,6 +505,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
                                    progress=progress.update)
     finally:
         progress.clear()
+    _report_cuts([r.report for r in results if r.report is not None and r.report.cuts])
     if args.json:
         _print_json([r.to_json() for r in results])
         return 0

@@ -92,6 +92,7 @@ from kafkalog.storage.producer_state import (
     ProducerStateManager,
     rebuild_producer_state,
 )
+from kafkalog.storage.recovery_report import RecoveryReport
 from kafkalog.storage.retention import delete_old_segments
 from kafkalog.storage.txn_index import AbortedTxn
 
@@ -217,6 +218,7 @@ class Log:
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.topic, self.partition = parse_topic_partition(directory.name)
+        self._recovery_report = RecoveryReport(self.topic, self.partition)
         # Published for readers, always before ``_end`` (see the module docstring).
         self._first_unstable: LogOffsetMetadata | None = None
         # A read-only log builds its producer state only when a read_committed reader needs it.
@@ -266,14 +268,21 @@ class Log:
                            recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
                            producer_state=producer_state, leader_epoch_cache=epoch_cache)
         segments, offsets = loader.load()
-        return cls(directory, config, segments, offsets, time=time, read_only=False,
-                   producer_state=producer_state, leader_epoch_cache=epoch_cache)
+        opened = cls(directory, config, segments, offsets, time=time, read_only=False,
+                     producer_state=producer_state, leader_epoch_cache=epoch_cache)
+        opened._recovery_report = loader.report
+        return opened
 
     # --- properties -------------------------------------------------------------------------
 
     @property
     def dir(self) -> Path:
         return self._dir
+
+    @property
+    def recovery_report(self) -> RecoveryReport:
+        """What opening this log cut from its data (no cuts: nothing; always so when read-only)."""
+        return self._recovery_report
 
     @property
     def config(self) -> LogConfig:
