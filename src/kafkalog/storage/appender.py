@@ -44,12 +44,11 @@ from kafkalog.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_OFFSET_CHECKPOINT_FILE,
     OffsetCheckpointFile,
-    PartitionDirKind,
-    parse_partition_dir_name,
 )
 from kafkalog.storage.config import LogConfig, read_topic_configs
 from kafkalog.storage.dir_lock import DataDirLock
 from kafkalog.storage.log import Log
+from kafkalog.storage.log_file_utils import PartitionDirKind, parse_partition_dir_name
 from kafkalog.storage.recovery_report import RecoveryReport
 
 __all__ = [
