@@ -525,15 +525,14 @@ def cmd_retention(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    # The Spark demo is another module's job; it is imported only when asked for.
+    # The demo is its own package with its own extra; it is imported only when asked for.
     try:
-        module = importlib.import_module("kafkalog.spark.demo")
+        module = importlib.import_module("kafkalog.demo.main")
     except ModuleNotFoundError as e:
-        if e.name not in ("kafkalog.spark.demo", "kafkalog.spark"):
-            raise CliError(f"the demo needs the Spark extras ({e.name} is missing): "
-                           "pip install 'kafkalog[spark]'") from None
-        raise CliError("the demo is not available in this installation (kafkalog.spark.demo is missing)"
-                       ) from None
+        if e.name is None or not e.name.startswith("kafkalog.demo"):
+            raise CliError(f"the demo needs the Spark and demo extras ({e.name} is missing): "
+                           "pip install 'kafkalog[demo]'") from None
+        raise CliError(f"the demo is not available in this installation ({e.name} is missing)") from None
     result = module.main(list(args.demo_args))
     return int(result or 0)
 
