@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog.errors import InvalidConfigError
-from kafkalog.storage.checkpoint import read_properties_file
 from kafkalog.storage.config import LogConfig
+from kafkalog.storage.java_properties import read_properties_file
 
 __all__ = ["BROKER_DEFAULTS", "KafkaConfig"]
 

@@ -25,8 +25,8 @@ from kafkalog.broker.producer_id_manager import ProducerIdManager
 from kafkalog.broker.replica_manager import ReplicaManager
 from kafkalog.broker.socket_server import SocketServer
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
-from kafkalog.storage.checkpoint import META_PROPERTIES_FILE, read_meta_properties
 from kafkalog.storage.log_manager import LogManager
+from kafkalog.storage.metadata_files import META_PROPERTIES_FILE, read_meta_properties
 
 __all__ = ["KafkaServer"]
 
