@@ -78,33 +78,33 @@ def _metadata(sock, topics, version=12, allow=True):
 
 
 def test_metadata_auto_create_ids_and_restart(tmp_path):
-    with Broker(tmp_path, configs={"num.partitions": 4, "node.id": 7}) as broker:
-        with _raw.connect(broker.bootstrap_servers) as sock:
-            response = _metadata(sock, ["auto"])
-            (topic,) = response.topics
-            assert topic.error_code == ErrorCode.none
-            assert [p.partition_index for p in topic.partitions] == [0, 1, 2, 3]
-            assert {p.leader_id for p in topic.partitions} == {7}
-            assert response.controller_id == 7 and response.brokers[0].node_id == 7
-            assert response.brokers[0].port == broker.port
-            topic_id, cluster_id = topic.topic_id, response.cluster_id
-            assert topic_id.int != 0
-            refused = _metadata(sock, ["not-created"], allow=False).topics[0]
-            assert refused.error_code == ErrorCode.unknown_topic_or_partition
-            invalid = _metadata(sock, ["bad/name"]).topics[0]
-            assert invalid.error_code == ErrorCode.invalid_topic_exception
-            assert [t.name for t in _metadata(sock, None).topics] == ["auto"]
-            assert [t.name for t in _metadata(sock, [], version=0).topics] == ["auto"]
+    first = Broker(tmp_path, configs={"num.partitions": 4, "node.id": 7})
+    with first as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        response = _metadata(sock, ["auto"])
+        (topic,) = response.topics
+        assert topic.error_code == ErrorCode.none
+        assert [p.partition_index for p in topic.partitions] == [0, 1, 2, 3]
+        assert {p.leader_id for p in topic.partitions} == {7}
+        assert response.controller_id == 7 and response.brokers[0].node_id == 7
+        assert response.brokers[0].port == broker.port
+        topic_id, cluster_id = topic.topic_id, response.cluster_id
+        assert topic_id.int != 0
+        refused = _metadata(sock, ["not-created"], allow=False).topics[0]
+        assert refused.error_code == ErrorCode.unknown_topic_or_partition
+        invalid = _metadata(sock, ["bad/name"]).topics[0]
+        assert invalid.error_code == ErrorCode.invalid_topic_exception
+        assert [t.name for t in _metadata(sock, None).topics] == ["auto"]
+        assert [t.name for t in _metadata(sock, [], version=0).topics] == ["auto"]
     meta = read_meta_properties(tmp_path / "meta.properties")
     assert (meta.version, meta.node_id, meta.cluster_id) == (1, 7, cluster_id)
     assert meta.directory_id is not None
-    with Broker(tmp_path, configs={"node.id": 7, "auto.create.topics.enable": "false"}) as broker:
-        with _raw.connect(broker.bootstrap_servers) as sock:
-            response = _metadata(sock, ["auto", "other"])
-            assert response.topics[0].topic_id == topic_id and response.cluster_id == cluster_id
-            assert response.topics[1].error_code == ErrorCode.unknown_topic_or_partition
-            older = _metadata(sock, ["auto"], version=9).topics[0]
-            assert len(older.partitions) == 4
+    restarted = Broker(tmp_path, configs={"node.id": 7, "auto.create.topics.enable": "false"})
+    with restarted as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        response = _metadata(sock, ["auto", "other"])
+        assert response.topics[0].topic_id == topic_id and response.cluster_id == cluster_id
+        assert response.topics[1].error_code == ErrorCode.unknown_topic_or_partition
+        older = _metadata(sock, ["auto"], version=9).topics[0]
+        assert len(older.partitions) == 4
 
 
 def test_node_id_mismatch_is_a_startup_error(tmp_path):
