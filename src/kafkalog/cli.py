@@ -713,6 +713,9 @@ def build_parser() -> argparse.ArgumentParser:
     data_dir_arg(p)
     p.set_defaults(func=cmd_retention)
 
+    from kafkalog.broker.serve import add_serve_command
+    add_serve_command(commands, data_dir_arg)
+
     p = commands.add_parser("demo", help="run the Spark pipeline demo")
     p.add_argument("demo_args", nargs=argparse.REMAINDER, metavar="ARGS",
                    help="arguments for the demo (kafkalog demo --help lists them)")
