@@ -652,6 +652,9 @@ def build_parser() -> argparse.ArgumentParser:
     data_dir_arg(p)
     p.set_defaults(func=cmd_retention)
 
+    from kafkalog.cli_compact import add_compact_parser
+    add_compact_parser(commands, data_dir_arg)
+
     p = commands.add_parser("demo", help="run the Spark pipeline demo")
     p.add_argument("demo_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_demo)
