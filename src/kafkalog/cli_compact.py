@@ -22,7 +22,9 @@ def _size(text: str) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from kafkalog.cli import Progress, _existing_data_dir, _open_manager, _print_json
+    # (kafkalog.cli may run as __main__: its helpers are used, but its CliError is not raised here)
+    from kafkalog.cli import Progress, _open_manager, _print_json
+    from kafkalog.errors import KafkaStorageError
     from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
     from kafkalog.storage.cleaner.compact import compact_logs
 
@@ -32,8 +34,10 @@ def cmd_compact(args: argparse.Namespace) -> int:
     def report(done: int, total: int, rounds: int) -> None:
         progress.update(done, total, f" partitions (round {rounds + 1})" if rounds else " partitions")
 
+    if not args.data_dir.is_dir():
+        raise KafkaStorageError(f"data directory {args.data_dir} does not exist or is not a directory")
     try:
-        with _open_manager(_existing_data_dir(args.data_dir), read_only=False) as lm:
+        with _open_manager(args.data_dir, read_only=False) as lm:
             results = compact_logs(lm, args.topic, config=config, progress=report)
     finally:
         progress.clear()
