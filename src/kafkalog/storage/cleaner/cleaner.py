@@ -47,7 +47,8 @@ from kafkalog.storage.cleaner.offset_map import OffsetMap
 from kafkalog.storage.cleaner.transaction_metadata import CleanedTransactionMetadata
 from kafkalog.storage.file_records import FileRecords
 from kafkalog.storage.loader import open_segment
-from kafkalog.storage.log_segment import CLEANED_FILE_SUFFIX, LogSegment
+from kafkalog.storage.log_file_utils import CLEANED_FILE_SUFFIX
+from kafkalog.storage.log_segment import LogSegment
 
 if TYPE_CHECKING:
     from kafkalog.storage.log import LastRecord, Log
