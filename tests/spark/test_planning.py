@@ -180,3 +180,27 @@ def test_divide_ranges_keeps_symbolic_ends():
     assert [x.from_earliest for x in out] == [True, False, False, False, False]
     assert [x.to_latest for x in out] == [False, False, False, True, True]
     assert all(x.since_earliest for x in out[:4])
+
+
+def test_worker_python_that_cannot_import_kafkalog_is_a_clear_error(tmp_path):
+    import sys
+    from types import SimpleNamespace
+
+    from kafkalog.errors import KafkaLogError
+    from kafkalog.spark.session import check_worker_python
+
+    def session(python, master="local[2]"):
+        return SimpleNamespace(sparkContext=SimpleNamespace(pythonExec=python, master=master))
+
+    # A Python without kafkalog: the isolated mode ignores site-packages and the environment.
+    bare = tmp_path / "bare-python"
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    bare.chmod(0o755)
+    with pytest.raises(KafkaLogError, match="PYSPARK_PYTHON") as e:
+        check_worker_python(session(str(bare)))
+    assert str(bare) in str(e.value) and sys.executable in str(e.value)
+    with pytest.raises(KafkaLogError, match="cannot import kafkalog"):
+        check_worker_python(session(str(tmp_path / "no-such-python")))
+    check_worker_python(session(sys.executable))
+    check_worker_python(session(str(bare), master="spark://elsewhere:7077"))  # not checkable from here
+    check_worker_python(SimpleNamespace())  # Spark Connect: no context
