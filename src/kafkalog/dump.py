@@ -42,25 +42,24 @@ from kafkalog.records.types import (
 from kafkalog.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
-    PARTITION_METADATA_FILE,
     RECOVERY_POINT_OFFSET_CHECKPOINT_FILE,
     LeaderEpochCheckpointFile,
     OffsetCheckpointFile,
-    PartitionDirKind,
-    PartitionMetadataFile,
-    ProducerSnapshot,
-    parse_partition_dir_name,
 )
 from kafkalog.storage.file_records import FileRecords
 from kafkalog.storage.index import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
-from kafkalog.storage.log_segment import (
+from kafkalog.storage.log_file_utils import (
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
     PRODUCER_SNAPSHOT_FILE_SUFFIX,
     TIME_INDEX_FILE_SUFFIX,
     TXN_INDEX_FILE_SUFFIX,
+    PartitionDirKind,
     offset_from_file_name,
+    parse_partition_dir_name,
 )
+from kafkalog.storage.metadata_files import PARTITION_METADATA_FILE, PartitionMetadataFile
+from kafkalog.storage.producer_snapshot import ProducerSnapshot
 from kafkalog.storage.producer_state import _decrement_sequence  # Kafka's decrementSequence
 from kafkalog.storage.txn_index import ABORTED_TXN_SIZE, AbortedTxn
 

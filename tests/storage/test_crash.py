@@ -37,8 +37,9 @@ from pathlib import Path
 import pytest
 
 from kafkalog.records.memory import iter_batches
-from kafkalog.storage.checkpoint import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_OFFSET_CHECKPOINT_FILE
+from kafkalog.storage.checkpoint import RECOVERY_POINT_OFFSET_CHECKPOINT_FILE
 from kafkalog.storage.log_manager import LogManager
+from kafkalog.storage.metadata_files import CLEAN_SHUTDOWN_FILE
 from tests.storage.crash_writer import PARTITION, TOPIC_CONFIGS, TOPICS, PlannedBatch, plan, planned_batches
 
 WRITER = Path(__file__).with_name("crash_writer.py")

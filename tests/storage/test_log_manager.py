@@ -25,15 +25,17 @@ from kafkalog.errors import (
 from kafkalog.records.memory import MemoryRecords
 from kafkalog.records.types import CompressionType, SimpleRecord
 from kafkalog.storage.checkpoint import (
-    CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
-    META_PROPERTIES_FILE,
     RECOVERY_POINT_OFFSET_CHECKPOINT_FILE,
-    PartitionMetadataFile,
-    read_meta_properties,
 )
 from kafkalog.storage.config import TOPIC_CONFIGS_FILE, LogConfig
 from kafkalog.storage.log_manager import LOCK_FILE, LogManager, open_data_dir, recover_data_dir
+from kafkalog.storage.metadata_files import (
+    CLEAN_SHUTDOWN_FILE,
+    META_PROPERTIES_FILE,
+    PartitionMetadataFile,
+    read_meta_properties,
+)
 
 T0 = 1_700_000_000_000
 SEGMENT_0 = "00000000000000000000"

@@ -30,7 +30,7 @@ __all__ = ["TopicCatalog", "list_topic_partitions", "open_partition", "visible_b
 
 def list_topic_partitions(path: str) -> dict[str, list[int]]:
     """``{topic: [partitions]}`` of the live partition directories, by LogManager's rules."""
-    from kafkalog.storage.checkpoint import PartitionDirKind, parse_partition_dir_name
+    from kafkalog.storage.log_file_utils import PartitionDirKind, parse_partition_dir_name
     from kafkalog.storage.log_manager import METADATA_TOPIC
 
     found: dict[str, list[int]] = {}

@@ -22,7 +22,8 @@ from typing import Any
 
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
 from kafkalog.records.types import MAGIC_V0, MAGIC_V1, MAGIC_V2, CompressionType, TimestampType
-from kafkalog.storage.checkpoint import validate_topic_name, write_file_atomically
+from kafkalog.storage._files import write_file_atomically
+from kafkalog.storage.log_file_utils import validate_topic_name
 
 __all__ = [
     "TOPIC_CONFIGS_FILE",

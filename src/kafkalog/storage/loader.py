@@ -23,18 +23,17 @@ from kafkalog.errors import (
 from kafkalog.records.batch import RecordBatch
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.leader_epoch import LeaderEpochCache
-from kafkalog.storage.log_segment import (
+from kafkalog.storage.log_file_utils import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
     SWAP_FILE_SUFFIX,
-    LogSegment,
-    LogSegments,
     is_index_file,
     log_file,
     offset_from_file_name,
     time_index_file,
 )
+from kafkalog.storage.log_segment import LogSegment, LogSegments
 from kafkalog.storage.producer_state import ProducerStateManager, rebuild_producer_state
 
 log = logging.getLogger(__name__)

@@ -61,30 +61,23 @@ from kafkalog.records.validator import (
     validate_lone_v2_batch,
     validate_messages_and_assign_offsets,
 )
-from kafkalog.storage.checkpoint import (
-    PARTITION_METADATA_FILE,
-    PartitionMetadataFile,
-    Uuid,
-    fsync_directory,
-    parse_topic_partition,
-)
+from kafkalog.storage._files import fsync_directory
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.file_records import TimestampAndOffset
 from kafkalog.storage.index import OffsetPosition
 from kafkalog.storage.leader_epoch import LeaderEpochCache
 from kafkalog.storage.loader import LoadedLogOffsets, LogLoader, offset_or_none, open_segment
-from kafkalog.storage.log_segment import (
+from kafkalog.storage.log_file_utils import (
     DELETED_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
-    FetchDataInfo,
-    LogOffsetMetadata,
-    LogSegment,
-    LogSegments,
     offset_index_file,
+    parse_topic_partition,
     time_index_file,
     transaction_index_file,
 )
-from kafkalog.storage.log_segment import log_file as segment_log_file
+from kafkalog.storage.log_file_utils import log_file as segment_log_file
+from kafkalog.storage.log_segment import FetchDataInfo, LogOffsetMetadata, LogSegment, LogSegments
+from kafkalog.storage.metadata_files import PARTITION_METADATA_FILE, PartitionMetadataFile, Uuid
 from kafkalog.storage.producer_state import (
     BatchMetadata,
     CompletedTxn,

@@ -40,32 +40,34 @@ from kafkalog.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from kafkalog.storage._files import fsync_directory
 from kafkalog.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
-    META_PROPERTIES_FILE,
-    PARTITION_METADATA_FILE,
     RECOVERY_POINT_OFFSET_CHECKPOINT_FILE,
-    CleanShutdownFile,
-    MetaProperties,
     OffsetCheckpointFile,
-    PartitionDirKind,
-    PartitionMetadataFile,
-    Uuid,
-    fsync_directory,
-    log_delete_dir_name,
-    parse_partition_dir_name,
-    read_meta_properties,
-    topic_partition_dir_name,
-    validate_topic_name,
-    write_meta_properties,
 )
 from kafkalog.storage.config import TOPIC_CONFIGS_FILE, LogConfig, read_topic_configs, write_topic_configs
 from kafkalog.storage.log import Log
-from kafkalog.storage.log_segment import (
+from kafkalog.storage.log_file_utils import (
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
     TIME_INDEX_FILE_SUFFIX,
     TXN_INDEX_FILE_SUFFIX,
+    PartitionDirKind,
+    log_delete_dir_name,
+    parse_partition_dir_name,
+    topic_partition_dir_name,
+    validate_topic_name,
+)
+from kafkalog.storage.metadata_files import (
+    META_PROPERTIES_FILE,
+    PARTITION_METADATA_FILE,
+    CleanShutdownFile,
+    MetaProperties,
+    PartitionMetadataFile,
+    Uuid,
+    read_meta_properties,
+    write_meta_properties,
 )
 from kafkalog.storage.txn_index import ABORTED_TXN_SIZE
 

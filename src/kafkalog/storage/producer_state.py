@@ -40,14 +40,13 @@ from kafkalog.records.types import (
     ControlRecordType,
 )
 from kafkalog.records.validator import AppendOrigin
-from kafkalog.storage.checkpoint import ProducerSnapshot, ProducerSnapshotEntry
-from kafkalog.storage.log_segment import (
+from kafkalog.storage.log_file_utils import (
     PRODUCER_SNAPSHOT_FILE_SUFFIX,
-    LogOffsetMetadata,
-    LogSegments,
     offset_from_file_name,
     producer_snapshot_file,
 )
+from kafkalog.storage.log_segment import LogOffsetMetadata, LogSegments
+from kafkalog.storage.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
 from kafkalog.storage.txn_index import AbortedTxn
 
 __all__ = [
