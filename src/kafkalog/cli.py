@@ -1,4 +1,4 @@
-"""The ``kafkalog`` command line: a thin adapter over ``kafkalog.storage`` and ``kafkalog.dump``.
+"""The ``kafkalog`` command line: a thin adapter over ``kafkalog.storage`` and ``kafkalog.tools``.
 
 Every command parses its arguments, calls the storage layer and formats the answer. Any failure the
 user can act on is one line on stderr (``kafkalog: error: ...``) and a non-zero exit status; argparse
@@ -446,7 +446,8 @@ def cmd_consume(args: argparse.Namespace) -> int:
 
 
 def cmd_dump_log(args: argparse.Namespace) -> int:
-    from kafkalog.dump import DumpOptions, dump_file, render_text, write_json
+    from kafkalog.tools.dump_log import DumpOptions, dump_file
+    from kafkalog.tools.dump_log_render import render_text, write_json
 
     options = DumpOptions(
         deep_iteration=args.deep_iteration,
@@ -479,7 +480,7 @@ def cmd_dump_log(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from kafkalog.dump import verify_data_dir
+    from kafkalog.tools.verify import verify_data_dir
 
     progress = Progress("verifying")
     try:
@@ -503,30 +504,43 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    from kafkalog.storage.log_manager import recover_data_dir
+    from kafkalog.tools.repair import recover_and_verify
 
-    progress = Progress("recovering partitions")
+    verifying = Progress("verifying")
+    recovering = Progress("recovering partitions")
     try:
-        results = recover_data_dir(_existing_data_dir(args.data_dir), full=args.full,
-                                   progress=progress.update)
+        repair = recover_and_verify(
+            _existing_data_dir(args.data_dir), full=args.full,
+            verify_progress=lambda done, total: verifying.update(done, total, " bytes"),
+            recover_progress=recovering.update)
     finally:
-        progress.clear()
+        verifying.clear()
+        recovering.clear()
+    results = repair.partitions
     _report_cuts([r.report for r in results if r.report is not None and r.report.cuts])
     if args.json:
         _print_json([r.to_json() for r in results])
-        return 0
-    for r in results:
-        changes = []
-        if r.truncated_bytes:
-            changes.append(f"truncated {r.truncated_bytes} bytes")
-        if r.deleted_segments:
-            changes.append(f"deleted segments {', '.join(r.deleted_segments)}")
-        if r.rebuilt_indexes:
-            changes.append(f"rebuilt {', '.join(r.rebuilt_indexes)}")
-        print(f"{r.topic}-{r.partition}: log end offset {r.log_end_offset}, "
-              + ("; ".join(changes) if changes else "nothing to repair"))
-    print(f"Recovered {len(results)} partitions in {args.data_dir}; "
-          f"{sum(r.changed for r in results)} changed.")
+    else:
+        if repair.found and not args.full:
+            print(f"verify found {len(repair.found)} problems: recovered every segment (as with --full)")
+        for r in results:
+            changes = []
+            if r.truncated_bytes:
+                changes.append(f"truncated {r.truncated_bytes} bytes")
+            if r.deleted_segments:
+                changes.append(f"deleted segments {', '.join(r.deleted_segments)}")
+            if r.rebuilt_indexes:
+                changes.append(f"rebuilt {', '.join(r.rebuilt_indexes)}")
+            print(f"{r.topic}-{r.partition}: log end offset {r.log_end_offset}, "
+                  + ("; ".join(changes) if changes else "nothing to repair"))
+        print(f"Recovered {len(results)} partitions in {args.data_dir}; "
+              f"{sum(r.changed for r in results)} changed.")
+        for problem in repair.remaining:
+            print(f"NOT REPAIRED: {problem}")
+    if repair.remaining:
+        print(f"{PROG}: error: recovery cannot repair {len(repair.remaining)} problems that verify still "
+              f"finds in {args.data_dir}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -538,15 +552,14 @@ def cmd_retention(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    # The Spark demo is another module's job; it is imported only when asked for.
+    # The demo is its own package with its own extra; it is imported only when asked for.
     try:
-        module = importlib.import_module("kafkalog.spark.demo")
+        module = importlib.import_module("kafkalog.demo.main")
     except ModuleNotFoundError as e:
-        if e.name not in ("kafkalog.spark.demo", "kafkalog.spark"):
-            raise CliError(f"the demo needs the Spark extras ({e.name} is missing): "
-                           "pip install 'kafkalog[spark]'") from None
-        raise CliError("the demo is not available in this installation (kafkalog.spark.demo is missing)"
-                       ) from None
+        if e.name is None or not e.name.startswith("kafkalog.demo"):
+            raise CliError(f"the demo needs the Spark and demo extras ({e.name} is missing): "
+                           "pip install 'kafkalog[demo]'") from None
+        raise CliError(f"the demo is not available in this installation ({e.name} is missing)") from None
     result = module.main(list(args.demo_args))
     return int(result or 0)
 
@@ -699,6 +712,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("retention", help="delete segments beyond the topics' retention")
     data_dir_arg(p)
     p.set_defaults(func=cmd_retention)
+
+    from kafkalog.broker.serve import add_serve_command
+    add_serve_command(commands, data_dir_arg)
+    from kafkalog.cli_compact import add_compact_parser
+    add_compact_parser(commands, data_dir_arg)
 
     p = commands.add_parser("demo", help="run the Spark pipeline demo")
     p.add_argument("demo_args", nargs=argparse.REMAINDER, metavar="ARGS",

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from kafkalog.clock import SYSTEM_TIME, Time
 from kafkalog.errors import (
@@ -73,6 +73,10 @@ from kafkalog.storage.metadata_files import (
 )
 from kafkalog.storage.recovery_report import RecoveryReport
 from kafkalog.storage.txn_index import ABORTED_TXN_SIZE
+
+if TYPE_CHECKING:
+    from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
+    from kafkalog.storage.cleaner.log_cleaner import LogCleaner
 
 __all__ = [
     "LOCK_FILE",
@@ -210,6 +214,7 @@ class LogManager:
         self._topic_ids: dict[str, Uuid] = {}
         self._closed = False
         self._dir_lock: DataDirLock | None = None
+        self._cleaner: LogCleaner | None = None
         self._had_clean_shutdown = False
         self._prepare_dir(node_id, cluster_id)
         try:
@@ -372,6 +377,10 @@ class LogManager:
         return self._had_clean_shutdown
 
     @property
+    def time(self) -> Time:
+        return self._time
+
+    @property
     def default_config(self) -> LogConfig:
         return self._default_config
 
@@ -521,6 +530,8 @@ class LogManager:
             partitions = self.partitions(topic)
             doomed = []
             for partition in partitions:
+                if self._cleaner is not None:
+                    self._cleaner.abort_and_pause_cleaning((topic, partition))
                 victim = self._logs.pop((topic, partition))
                 victim.close()
                 target = self._dir / log_delete_dir_name(topic, partition)
@@ -530,6 +541,10 @@ class LogManager:
                     raise KafkaStorageError(f"Cannot rename {victim.dir} to {target}: {e}") from e
                 doomed.append(target)
             fsync_directory(self._dir)
+            if self._cleaner is not None:
+                for partition in partitions:
+                    self._cleaner.update_checkpoints_for_removed((topic, partition))
+                    self._cleaner.resume_cleaning((topic, partition))
             self._topic_configs.pop(topic, None)
             self._topic_ids.pop(topic, None)
             write_topic_configs(self._dir, self._stored_overrides())
@@ -585,13 +600,49 @@ class LogManager:
             return TopicDescription(topic, None if topic_id is None else str(topic_id), tuple(descriptions),
                                     self._topic_configs[topic].overridden_props())
 
+    # --- compaction -----------------------------------------------------------------------------
+
+    def _logs_by_partition(self) -> dict[tuple[str, int], Log]:
+        # A copy without taking self._lock: the cleaner calls this while LogManager may hold the lock
+        # waiting for it to let go of a log (delete_topic), and a dict copy is atomic.
+        return dict(self._logs)
+
+    @property
+    def cleaner(self) -> LogCleaner | None:
+        """The log cleaner, once :meth:`start_cleaner` ran."""
+        return self._cleaner
+
+    def start_cleaner(self, config: CleanerConfig | None = None) -> LogCleaner | None:
+        """Start compacting this directory's ``cleanup.policy=compact`` logs in the background
+        (``log.cleaner.enable``; None when the config disables it). Stopped by :meth:`close`."""
+        from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
+        from kafkalog.storage.cleaner.log_cleaner import LogCleaner
+
+        with self._lock:
+            self._check_writable("start the log cleaner")
+            if self._cleaner is not None:
+                return self._cleaner
+            config = config if config is not None else CleanerConfig()
+            if not config.enable_cleaner:
+                return None
+            self._cleaner = LogCleaner(config, self._dir, self._logs_by_partition, time=self._time)
+            self._cleaner.start()
+            return self._cleaner
+
+    def stop_cleaner(self) -> None:
+        cleaner, self._cleaner = self._cleaner, None
+        if cleaner is not None:
+            cleaner.shutdown()
+
     # --- maintenance ----------------------------------------------------------------------------
 
     def cleanup_logs(self) -> int:
         """Run retention (§10) over every partition; returns the number of segments deleted."""
         with self._lock:
             self._check_writable("run retention")
-            deleted = sum(p.delete_old_segments() for p in self.logs())
+            # With a cleaner running, compacted logs are its own (Kafka: it runs their retention).
+            owned = self._cleaner is not None
+            deleted = sum(p.delete_old_segments() for p in self.logs() if not (owned and p.config.compact))
             if deleted:
                 self.checkpoint()
             return deleted
@@ -624,6 +675,7 @@ class LogManager:
     def close(self) -> None:
         """Flush, checkpoint and close every log, write the clean-shutdown marker, release the lock.
         A read-only manager only closes its logs. Idempotent."""
+        self.stop_cleaner()  # outside the lock: its threads may be waiting for it
         with self._lock:
             if self._closed:
                 return
