@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog.clock import MockTime
-from kafkalog.dump import verify_data_dir
 from kafkalog.records.types import CompressionType, Header
 from kafkalog.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
 from kafkalog.storage.cleaner.cleaner import group_segments_by_size
 from kafkalog.storage.log import FetchIsolation, Log
+from kafkalog.tools.verify import verify_data_dir
 from tests.storage._cleaning import all_records, append, clean, compacted_log
 from tests.storage.conftest import config
 
