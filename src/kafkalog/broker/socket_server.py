@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import logging
 import socket
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from kafkalog.broker.file_region import FileRegion
 from kafkalog.errors import InvalidRequestError
@@ -157,12 +157,8 @@ class SocketServer:
                 elif isinstance(chunk, FileRegion):
                     regions.append(chunk)
                     # Waits for the transport's buffer to empty first, so the bytes before go out first.
-                    sent = await loop.sendfile(
-                        writer.transport,
-                        chunk,
-                        chunk.position,  # type: ignore[arg-type]
-                        chunk.size,
-                    )
+                    file = cast(IO[bytes], chunk)  # it has what sendfile uses of a file
+                    sent = await loop.sendfile(writer.transport, file, chunk.position, chunk.size)
                     if sent != chunk.size:  # the size prefix promised more: the stream is unusable
                         raise ConnectionError(f"Sent {sent} of {chunk.size} bytes of {chunk!r}")
                 else:

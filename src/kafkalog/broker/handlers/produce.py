@@ -72,7 +72,7 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
         if name is None:  # v13+: by topic id
             name = cache.topic_name(topic.topic_id) if topic.topic_id is not None else None
         for partition in topic.partitions:
-            key = TopicPartition(name if name is not None else "", partition.index)
+            key = TopicPartition(name if name is not None else "", partition.partition_index)
             order.append((topic.topic_id if topic.name is None else topic.name, key))
             if name is None:
                 invalid[key] = PartitionResponse(ErrorCode.unknown_topic_id)
