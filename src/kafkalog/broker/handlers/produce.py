@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from kafkalog.broker.handlers import ApiHandler, register
 from kafkalog.broker.replica_manager import PartitionResponse, TopicPartition
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.errors import InvalidRequestError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
 from kafkalog.protocol.produce_request import ProduceRequestData, decode_produce_request
@@ -95,7 +96,13 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
     results: dict[TopicPartition, PartitionResponse] = dict(invalid)
     apis.replica_manager.append_records(body.timeout_ms, body.acks, entries, results.update)
     if body.acks == 0:
-        return None  # Kafka sends nothing back for acks=0 (it closes the connection on errors)
+        failed = [f"{tp} ({r.error.name})" for tp, r in results.items() if r.error != ErrorCode.none]
+        if failed:
+            # The client never reads an answer: Kafka closes the connection so that it notices and
+            # refreshes its metadata.
+            raise InvalidRequestError(
+                f"acks=0 produce failed for {', '.join(failed)}; closing the connection")
+        return None
 
     cls = response_type(ApiKey.PRODUCE, version)
     topic_cls = nested_type(cls, "TopicProduceResponse")
