@@ -96,12 +96,12 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
     results: dict[TopicPartition, PartitionResponse] = dict(invalid)
     apis.replica_manager.append_records(body.timeout_ms, body.acks, entries, results.update)
     if body.acks == 0:
-        failed = [f"{tp} ({r.error.name})" for tp, r in results.items() if r.error != ErrorCode.none]
-        if failed:
+        failures = [f"{tp} ({r.error.name})" for tp, r in results.items() if r.error != ErrorCode.none]
+        if failures:
             # The client never reads an answer: Kafka closes the connection so that it notices and
             # refreshes its metadata.
             raise InvalidRequestError(
-                f"acks=0 produce failed for {', '.join(failed)}; closing the connection")
+                f"acks=0 produce failed for {', '.join(failures)}; closing the connection")
         return None
 
     cls = response_type(ApiKey.PRODUCE, version)
