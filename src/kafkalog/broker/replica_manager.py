@@ -203,9 +203,7 @@ class ReplicaManager:
             for tp in keys:
                 self._waiters.setdefault(tp, set()).add(waiter)
             try:
-                await asyncio.wait_for(asyncio.shield(waiter), remaining)
-            except TimeoutError:
-                pass
+                await asyncio.wait((waiter,), timeout=remaining)  # woken by an append, or the deadline
             finally:
                 for tp in keys:
                     found = self._waiters.get(tp)

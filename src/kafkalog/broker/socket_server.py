@@ -117,7 +117,8 @@ class SocketServer:
         idle = self._idle_s
         while not self._stopping:
             try:
-                prefix = await asyncio.wait_for(reader.readexactly(SIZE_PREFIX), idle)
+                async with asyncio.timeout(idle):  # no task per read, unlike wait_for
+                    prefix = await reader.readexactly(SIZE_PREFIX)
             except TimeoutError:
                 log.info(
                     "Closing connection %s: idle for more than %s ms (connections.max.idle.ms)",
@@ -131,7 +132,8 @@ class SocketServer:
                 return  # clean close between requests
             size = check_frame_size(prefix, self._max_request_bytes)
             try:
-                frame = await asyncio.wait_for(reader.readexactly(size), idle)
+                async with asyncio.timeout(idle):
+                    frame = await reader.readexactly(size)
             except asyncio.IncompleteReadError as e:
                 raise InvalidRequestError(f"Truncated request: {len(e.partial)} of {size} bytes") from None
             except TimeoutError:
