@@ -155,3 +155,23 @@ def test_log_manager_runs_the_cleaner_in_the_background(tmp_path: Path) -> None:
     assert _time.monotonic() - started < 10
     with LogManager(data) as lm:
         assert lm.start_cleaner(CleanerConfig(enable_cleaner=False)) is None
+
+
+def test_a_partition_that_fails_to_clean_is_marked_uncleanable(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with LogManager(data) as lm:
+        (state,) = lm.create_topic("state", 1, {"cleanup.policy": "compact", "segment.bytes": "1500"})
+        (other,) = lm.create_topic("other", 1, {"cleanup.policy": "compact", "segment.bytes": "1500"})
+        fill(state, 100, 5)
+        fill(other, 100, 5)
+        first = state.segments.first_segment
+        assert first is not None
+        with open(first.log.path, "r+b") as f:  # flip a byte inside the first batch: a CRC mismatch
+            f.seek(70)
+            byte = f.read(1)
+            f.seek(70)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        cleaner = lm.start_cleaner(CleanerConfig(backoff_ms=20, dedupe_buffer_size=1 << 20))
+        assert cleaner is not None
+        _wait(lambda: ("state", 0) in cleaner.manager.uncleanable_partitions, "state marked uncleanable")
+        _wait(lambda: len(all_records(other)) < 100, "the other partition to be cleaned all the same")

@@ -91,6 +91,12 @@ class CleanerThread:
         except LogCleaningAbortedError:
             log.info("Cleaning of %s-%d aborted", *tp)
             return None
+        except (KafkaLogError, OSError) as e:
+            # Kafka marks the partition uncleanable and goes on with the others.
+            log.error("Cleaning of %s-%d failed; it is not cleaned again until the directory is reloaded: %s",
+                      tp[0], tp[1], e)
+            self._owner.manager.mark_uncleanable(tp)
+            return None
         finally:
             self._owner.manager.done_cleaning(tp, end_offset)
 
