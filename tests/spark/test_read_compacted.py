@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalog.dump import verify_data_dir
 from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
 from kafkalog.records.control import EndTransactionMarker
 from kafkalog.records.types import ControlRecordType
 from kafkalog.records.validator import AppendOrigin
 from kafkalog.storage.cleaner.compact import compact_logs
 from kafkalog.storage.log_manager import LogManager
+from kafkalog.tools.verify import verify_data_dir
 
 from ._util import T0, cli_rows, log_rows, read, spark_rows, without_headers
 

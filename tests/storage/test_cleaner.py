@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog.clock import MockTime
-from kafkalog.dump import verify_data_dir
 from kafkalog.records.types import CompressionType, Header
 from kafkalog.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
 from kafkalog.storage.cleaner.cleaner import group_segments_by_size
 from kafkalog.storage.log import FetchIsolation, Log
+from kafkalog.tools.verify import verify_data_dir
 from tests.storage._cleaning import all_records, append, clean, compacted_log
 from tests.storage.conftest import config
 
@@ -215,7 +215,7 @@ def test_a_log_truncated_during_cleaning_does_not_get_its_data_back(tmp_path: Pa
 
     log.replace_segments = truncate_first  # type: ignore[method-assign]
     # Refused: the cleaned segments would end past the new log end, or replace the now active one.
-    with pytest.raises(KafkaLogError, match="now ends at 0|active segment"):
+    with pytest.raises(KafkaLogError, match=r"now ends at 0|active segment"):
         Cleaner(OffsetMap(24 * 100), time=log.time).clean(
             LogToClean("topic", 0, log, 0, log.active_segment.base_offset))
     assert all_records(log) == []

@@ -87,6 +87,7 @@ from kafkalog.storage.producer_state import (
     ProducerStateManager,
     rebuild_producer_state,
 )
+from kafkalog.storage.recovery_report import RecoveryReport
 from kafkalog.storage.retention import delete_old_segments
 from kafkalog.storage.txn_index import AbortedTxn
 
@@ -222,6 +223,7 @@ class Log:
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.topic, self.partition = parse_topic_partition(directory.name)
+        self._recovery_report = RecoveryReport(self.topic, self.partition)
         # Published for readers, always before ``_end`` (see the module docstring).
         self._first_unstable: LogOffsetMetadata | None = None
         # A read-only log builds its producer state only when a read_committed reader needs it.
@@ -271,14 +273,21 @@ class Log:
                            recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
                            producer_state=producer_state, leader_epoch_cache=epoch_cache)
         segments, offsets = loader.load()
-        return cls(directory, config, segments, offsets, time=time, read_only=False,
-                   producer_state=producer_state, leader_epoch_cache=epoch_cache)
+        opened = cls(directory, config, segments, offsets, time=time, read_only=False,
+                     producer_state=producer_state, leader_epoch_cache=epoch_cache)
+        opened._recovery_report = loader.report
+        return opened
 
     # --- properties -------------------------------------------------------------------------
 
     @property
     def dir(self) -> Path:
         return self._dir
+
+    @property
+    def recovery_report(self) -> RecoveryReport:
+        """What opening this log cut from its data (no cuts: nothing; always so when read-only)."""
+        return self._recovery_report
 
     @property
     def config(self) -> LogConfig:
@@ -1068,6 +1077,36 @@ class Log:
             self._check_writable()
             self.delete_pending_files()
             return delete_old_segments(self)
+
+    def delete_segments(self, segments: list[LogSegment], reason: str) -> int:
+        """Kafka's ``deleteSegments``: delete ``segments``, which must be the oldest segments of the log
+        in order (what retention chose, ``reason`` says why); returns how many were deleted.
+
+        The log always keeps a segment: when every segment is to go, an empty one is rolled first (and
+        if the roll recreated the last of them, that one stays). The log start offset moves to the
+        first remaining segment before the files go, so no reader is sent to a segment being deleted.
+        """
+        with self._lock:
+            self._check_writable()
+            oldest = list(self._segments)[: len(segments)]
+            if [s.base_offset for s in segments] != [s.base_offset for s in oldest]:
+                raise IllegalArgumentError(
+                    f"Only the oldest segments of {self._dir.name} can be deleted, in order; got base "
+                    f"offsets {[s.base_offset for s in segments]}")
+            deletable = list(segments)
+            if deletable and len(deletable) == len(self._segments):
+                new_active = self._roll(self._end.offset)
+                if deletable[-1].base_offset == new_active.base_offset:
+                    deletable = deletable[:-1]  # that empty segment was recreated by the roll
+            if not deletable:
+                return 0
+            log.info("Deleting segments of %s due to %s: %s", self._dir.name, reason,
+                     [s.base_offset for s in deletable])
+            following = self._segments.higher_segment(deletable[-1].base_offset)
+            if following is not None:
+                self._set_log_start_offset(following.base_offset)
+            self._schedule_delete(deletable)
+            return len(deletable)
 
     def _schedule_delete(self, segments: list[LogSegment]) -> None:
         """Kafka's asynchronous delete: out of the map and renamed ``.deleted`` now, the files removed
