@@ -175,3 +175,17 @@ def test_a_partition_that_fails_to_clean_is_marked_uncleanable(tmp_path: Path) -
         assert cleaner is not None
         _wait(lambda: ("state", 0) in cleaner.manager.uncleanable_partitions, "state marked uncleanable")
         _wait(lambda: len(all_records(other)) < 100, "the other partition to be cleaned all the same")
+
+
+def test_compacting_one_topic_keeps_the_checkpoint_of_the_others(tmp_path: Path) -> None:
+    from kafkalog.storage.cleaner.compact import compact_logs
+
+    with LogManager(tmp_path / "data") as lm:
+        for topic in ("a", "b"):
+            (log,) = lm.create_topic(topic, 1, {"cleanup.policy": "compact", "segment.bytes": "1000"})
+            fill(log, 60, 3)
+        compact_logs(lm, "a")
+        compact_logs(lm, "b")
+        checkpoint = OffsetCheckpointFile(tmp_path / "data" / CLEANER_OFFSET_CHECKPOINT_FILE).read()
+        assert set(checkpoint) == {("a", 0), ("b", 0)}
+        assert checkpoint[("a", 0)] == lm.get_log("a", 0).active_segment.base_offset

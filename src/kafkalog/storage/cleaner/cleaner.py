@@ -131,14 +131,13 @@ class Cleaner:
     """Cleans one log at a time with one offset map (one per cleaner thread)."""
 
     def __init__(self, offset_map: OffsetMap, *, io_buffer_size: int = DEFAULT_IO_BUFFER_SIZE,
-                 max_io_buffer_size: int = DEFAULT_IO_BUFFER_SIZE,
                  dup_buffer_load_factor: float = DEFAULT_LOAD_FACTOR, time: Time = SYSTEM_TIME,
                  check_done: Callable[[str], None] = _no_abort, cleaner_id: int = 0) -> None:
         self.offset_map = offset_map
         # Kafka splits its I/O buffer into a read and a write half; a read covers whole batches of
-        # up to this many bytes (more for one larger batch), and their output is one append.
+        # up to this many bytes (one larger batch is read whole, as Kafka grows its buffer for it),
+        # and what stays of them is one append to the cleaned segment.
         self._read_size = max(1, io_buffer_size // 2)
-        self._max_read_size = max(self._read_size, max_io_buffer_size)
         self._load_factor = dup_buffer_load_factor
         self._time = time
         self._check_done = check_done
@@ -209,7 +208,7 @@ class Cleaner:
                      stats: CleanerStats) -> bool:
         """Map one segment from ``start``; True when the map filled."""
         position = segment.offset_index.lookup(start).position
-        for batch in self._read_batches(segment.log, position, target.dir.name):
+        for batch in self._read_batches(segment.log, position):
             if batch.is_control:
                 transaction_metadata.on_control_batch_read(batch)
                 stats.map_messages_read += 1
@@ -225,7 +224,8 @@ class Cleaner:
             stats.map_bytes_read += batch.size_in_bytes
         return False
 
-    def _read_batches(self, source: FileRecords, position: int, name: str) -> Iterator[RecordBatch]:
+    @staticmethod
+    def _read_batches(source: FileRecords, position: int) -> Iterator[RecordBatch]:
         """Whole batches of a (non-active, hence immutable) segment from ``position``, checked."""
         for batch in source.batches(position, load_full=True):
             batch.ensure_valid()
@@ -274,7 +274,7 @@ class Cleaner:
         name = target.dir.name
         chunk = _Chunk([])
         chunk_bytes = 0
-        for batch in self._read_batches(source, 0, name):
+        for batch in self._read_batches(source, 0):
             if chunk_bytes and chunk_bytes + batch.size_in_bytes > self._read_size:
                 self._check_done(name)
                 self._flush_chunk(dest, chunk)

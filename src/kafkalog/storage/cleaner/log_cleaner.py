@@ -41,7 +41,6 @@ class CleanerThread:
         self._owner = owner
         config = owner.config
         self.cleaner = Cleaner(OffsetMap(config.map_memory_per_thread), io_buffer_size=config.io_buffer_size,
-                               max_io_buffer_size=config.max_message_size,
                                dup_buffer_load_factor=config.dedupe_buffer_load_factor, time=owner.time,
                                check_done=owner.check_done, cleaner_id=cleaner_id)
         self.thread = threading.Thread(target=self._run, name=f"kafka-log-cleaner-thread-{cleaner_id}",
