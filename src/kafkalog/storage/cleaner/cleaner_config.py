@@ -29,7 +29,7 @@ class CleanerConfig:
         if self.dedupe_buffer_size // self.num_threads < MIN_DEDUPE_BUFFER_PER_THREAD:
             raise InvalidConfigError(
                 "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.")
-        if not 0.1 <= self.dedupe_buffer_load_factor <= 0.9:
+        if not self.dedupe_buffer_load_factor > 0:
             raise InvalidConfigError(f"Invalid value {self.dedupe_buffer_load_factor} for configuration "
                                      "log.cleaner.io.buffer.load.factor")
         if self.io_buffer_size < 0 or self.backoff_ms < 0:
