@@ -34,7 +34,8 @@ async def handle_describe_groups_request(apis: Any, request: RequestContext, bod
             ()
             if summary is None
             else tuple(
-                member_cls(
+                build(
+                    member_cls,
                     member_id=m.member_id,
                     group_instance_id=m.group_instance_id,
                     client_id=m.client_id,

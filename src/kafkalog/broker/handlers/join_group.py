@@ -53,6 +53,6 @@ async def handle_join_group_request(apis: Any, request: RequestContext, body: An
         skip_assignment=result.skip_assignment,
         member_id=result.member_id,
         members=tuple(
-            member_cls(member_id=m, group_instance_id=i, metadata=md) for m, i, md in result.members
+            build(member_cls, member_id=m, group_instance_id=i, metadata=md) for m, i, md in result.members
         ),
     )

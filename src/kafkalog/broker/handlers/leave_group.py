@@ -30,7 +30,9 @@ async def handle_leave_group_request(apis: Any, request: RequestContext, body: A
         return build(cls, throttle_time=ZERO_DELAY, error_code=ErrorCode(error))
     member_cls = nested_type(cls, "MemberResponse")
     members = tuple(
-        member_cls(member_id=member_id, group_instance_id=instance_id, error_code=ErrorCode(member_error))
+        build(
+            member_cls, member_id=member_id, group_instance_id=instance_id, error_code=ErrorCode(member_error)
+        )
         for (member_id, instance_id), member_error in zip(leaving, member_errors, strict=False)
     )
     return build(cls, throttle_time=ZERO_DELAY, error_code=ErrorCode(error), members=members)

@@ -26,7 +26,9 @@ async def handle_list_groups_request(apis: Any, request: RequestContext, body: A
     if types and CLASSIC not in types:
         groups = []
     listed = tuple(
-        group_cls(group_id=group_id, protocol_type=protocol_type, group_state=state, group_type=CLASSIC)
+        build(
+            group_cls, group_id=group_id, protocol_type=protocol_type, group_state=state, group_type=CLASSIC
+        )
         for group_id, protocol_type, state in groups
         if not states or state.lower() in states
     )
