@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MODULES = ["bench_records", "bench_storage", "bench_spark"]
+MODULES = ["bench_records", "bench_storage", "bench_spark", "bench_broker"]
 
 
 def _format_row(row: dict) -> str:

@@ -329,7 +329,11 @@ def test_verify_and_recover_golden_copies(kafka_golden_dir: Path, data: Path) ->
     assert run("verify", "--data-dir", data).returncode == 1
     report = json.loads(ok("recover", "--data-dir", data, "--full", "--json"))
     assert report == [{"topic": "golden", "partition": 0, "logEndOffset": 12, "truncatedBytes": 1476,
-                       "deletedSegments": [], "rebuiltIndexes": report[0]["rebuiltIndexes"]}]
+                       "deletedSegments": [], "rebuiltIndexes": report[0]["rebuiltIndexes"],
+                       "cuts": [{"kind": "truncated", "file": f"{SEGMENT_0}.log", "bytes": 1476,
+                                 "position": 964, "firstOffset": 12,
+                                 "reason": report[0]["cuts"][0]["reason"]}]}]
+    assert "is corrupt (stored crc" in report[0]["cuts"][0]["reason"]
     ok("verify", "--data-dir", data)
 
 
