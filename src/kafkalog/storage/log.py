@@ -948,6 +948,12 @@ class Log:
                                 key=attrgetter("base_offset"))
             if not new_sorted:
                 raise IllegalArgumentError(f"No segments to swap into {self._dir.name}")
+            new_end = max(s.read_next_offset() for s in new_sorted)
+            if new_end > self._end.offset:
+                # Truncated meanwhile (Kafka aborts cleaning first; this keeps data from coming back).
+                raise KafkaStorageError(
+                    f"Cannot swap segments ending at offset {new_end} into {self._dir.name}, whose log now "
+                    f"ends at {self._end.offset}")
             active = self._segments.active_segment
             if any(s is active for s in old_sorted):
                 raise IllegalArgumentError(f"The active segment of {self._dir.name} cannot be replaced")
