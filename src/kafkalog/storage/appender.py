@@ -50,7 +50,7 @@ from kafkalog.storage.checkpoint import (
 from kafkalog.storage.config import LogConfig, read_topic_configs
 from kafkalog.storage.dir_lock import DataDirLock
 from kafkalog.storage.log import Log
-from kafkalog.storage.log_file_utils import PartitionDirKind, parse_partition_dir_name
+from kafkalog.storage.partition_dirs import list_topic_partitions
 from kafkalog.storage.recovery_report import RecoveryReport
 
 __all__ = [
@@ -138,18 +138,8 @@ def recovery_decision(partition_dir: Path, recovery_point: int, had_clean_shutdo
 
 
 def list_partitions(data_dir: Path | str, topic: str) -> list[int]:
-    """The topic's live partition directories, by ``LogManager``'s rules (no log is opened)."""
-    from kafkalog.storage.partition_dirs import METADATA_TOPIC
-
-    found = []
-    for child in Path(data_dir).iterdir():
-        if not child.is_dir():
-            continue
-        parsed = parse_partition_dir_name(child.name)
-        if (parsed.kind is PartitionDirKind.LIVE and parsed.topic == topic != METADATA_TOPIC
-                and parsed.partition >= 0):
-            found.append(parsed.partition)
-    return sorted(found)
+    """The topic's partition directories, by ``LogManager``'s rules (no log is opened)."""
+    return list_topic_partitions(data_dir, readable_only=False).get(topic, [])
 
 
 def _checkpointed(data_dir: Path, name: str, topic: str, partition: int) -> int | None:

@@ -461,7 +461,8 @@ class LogConfig:
     @staticmethod
     def default_value(name: str) -> PropValue:
         """Kafka's built-in default of a topic config, as the attribute holds it."""
-        return LogConfig._key(name).default
+        value: PropValue = LogConfig._key(name).default
+        return value
 
     @staticmethod
     def _key(name: str) -> _ConfigKey:
@@ -548,7 +549,8 @@ class LogConfig:
 
     def get(self, name: str) -> PropValue:
         """Value of a config by its Kafka name."""
-        return getattr(self, self._key(name).attr)
+        value: PropValue = getattr(self, self._key(name).attr)
+        return value
 
     # --- derived values (Kafka's LogConfig methods) ---
 

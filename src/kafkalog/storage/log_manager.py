@@ -566,12 +566,7 @@ class LogManager:
             write_topic_configs(self._dir, overrides)
             self._topic_configs[topic] = new_config
             for partition in self.partitions(topic):
-                target = self._logs[(topic, partition)]
-                update = getattr(target, "update_config", None)
-                if update is not None:
-                    update(new_config)
-                else:
-                    target.config = new_config
+                self._logs[(topic, partition)].update_config(new_config)
             return new_config
 
     def describe_topic(self, topic: str) -> TopicDescription:

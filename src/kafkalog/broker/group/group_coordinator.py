@@ -124,7 +124,7 @@ class GroupCoordinator:
         return group
 
     def _value(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> Any:
-        from kafkalog.broker.group.group_metadata_records import (  # type: ignore[import-untyped,unused-ignore]
+        from kafkalog.broker.group.group_metadata_records import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
             GroupMetadataValue,
             MemberMetadataValue,
         )
