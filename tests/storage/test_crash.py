@@ -215,7 +215,7 @@ def check_lookups(log, content: list[Expected], rng: random.Random, context: str
 
 
 def verify_dir(data_dir: Path, context: str) -> None:
-    from kafkalog.dump import verify_data_dir
+    from kafkalog.tools.verify import verify_data_dir
 
     report = verify_data_dir(data_dir)
     assert report.ok, f"{context}: verify found " + "; ".join(map(str, report.problems))

@@ -48,6 +48,7 @@ __all__ = [
     "parse_partition_dir_name",
     "parse_topic_partition",
     "producer_snapshot_file",
+    "sibling_segment_file",
     "time_index_file",
     "topic_partition_dir_name",
     "transaction_index_file",
@@ -272,3 +273,9 @@ def is_log_file(path: Path | str) -> bool:
 def is_index_file(path: Path | str) -> bool:
     name = Path(path).name
     return name.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX))
+
+
+def sibling_segment_file(path: Path | str, suffix: str) -> Path:
+    """The file of the same segment with another suffix (``…/0…100.index`` → ``…/0…100.log``)."""
+    path = Path(path)
+    return path.parent / (path.name.split(".", 1)[0] + suffix)

@@ -648,12 +648,14 @@ class LogSegment:
         return last_entry
 
     def recover(self, producer_state_hook: ProducerStateHook | None = None,
-                leader_epoch_hook: LeaderEpochHook | None = None) -> int:
+                leader_epoch_hook: LeaderEpochHook | None = None,
+                invalid_hook: Callable[[str], None] | None = None) -> int:
         """Rebuild the indexes from the ``.log`` and cut it at the first invalid or incomplete batch
         (spec §5.6). Returns the bytes truncated.
 
         ``leader_epoch_hook(batch)`` and ``producer_state_hook(batch)`` are called for each valid v2
         batch, in order; an ``AbortedTxn`` returned by the latter goes into the transaction index.
+        ``invalid_hook(message)`` hears why the first invalid batch was refused.
         """
         self._check_writable()
         offset_index = self.offset_index
@@ -689,6 +691,8 @@ class LogSegment:
         except (CorruptRecordError, InvalidRecordError) as e:
             log.warning("Found invalid messages in log segment %s at byte offset %d: %s",
                         self._log.path, valid_bytes, e)
+            if invalid_hook is not None:
+                invalid_hook(str(e))
         truncated = self._log.size_in_bytes - valid_bytes
         if truncated > 0:
             log.debug("Truncated %d invalid bytes at the end of segment %s during recovery",

@@ -58,6 +58,7 @@ __all__ = [
     "ProducerStateEntry",
     "ProducerStateManager",
     "TxnMetadata",
+    "decrement_sequence",
     "rebuild_producer_state",
 ]
 
@@ -69,7 +70,7 @@ NUM_BATCHES_TO_RETAIN = 5
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 
-def _decrement_sequence(sequence: int, decrement: int) -> int:
+def decrement_sequence(sequence: int, decrement: int) -> int:
     """Kafka's ``DefaultRecordBatch.decrementSequence``: sequences wrap below 0 to Int.MAX."""
     if sequence < decrement:
         return MAX_INT32 - (decrement - sequence) + 1
@@ -87,7 +88,7 @@ class BatchMetadata:
 
     @property
     def first_seq(self) -> int:
-        return _decrement_sequence(self.last_seq, self.offset_delta)
+        return decrement_sequence(self.last_seq, self.offset_delta)
 
     @property
     def first_offset(self) -> int:
