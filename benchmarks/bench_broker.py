@@ -298,6 +298,7 @@ def bench_end_to_end() -> list[dict]:
 LOAD_RECORDS = 300_000
 LATENCY_RATE = 20_000
 ROUNDS = 3
+CONSUME_ROUNDS = 5
 LATENCY_RECORDS = 60_000
 START_TIMEOUT_S = 120.0
 
@@ -506,7 +507,13 @@ def bench_load() -> list[dict]:
             rows.append(_load_row("produce", load, acks, partitions, measured))
         for partitions in (1, 8):
             topic = f"bench-a1-p{partitions}"
-            measured = _median_of(pair, lambda s, t=topic, n=partitions: load.consume(s.bootstrap, t, n))
+            # everything the produce rounds wrote (~1 s per run: shorter runs are mostly noise here)
+            count = ROUNDS * LOAD_RECORDS
+            measured = _median_of(
+                pair,
+                lambda s, t=topic, n=partitions, c=count: load.consume(s.bootstrap, t, n, c),
+                CONSUME_ROUNDS,
+            )
             rows.append(_load_row("consume", load, None, partitions, measured))
         measured = _median_of(
             pair, lambda s: load.produce(s.bootstrap, "bench-lat-p1", 1, 1, LATENCY_RECORDS, LATENCY_RATE), 2
