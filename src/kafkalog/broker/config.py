@@ -48,6 +48,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "transactional.id.expiration.ms": "604800000",
     "producer.id.expiration.ms": "86400000",
     "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.max.size": str(2**31 - 1),
     "offsets.topic.num.partitions": "50",
     "offsets.retention.minutes": "10080",
 }
