@@ -213,9 +213,9 @@ class InMemoryBroker:
             partitions = self.topic(name)
             parts = []
             for p in t.partitions:
-                base = partitions[p.index].append(p.records) if p.records is not None else -1
+                base = partitions[p.partition_index].append(p.records) if p.records is not None else -1
                 values = {
-                    "index": p.index,
+                    "index": p.partition_index,
                     "error_code": ErrorCode.none,
                     "base_offset": base,
                     "log_append_time": None,
