@@ -67,7 +67,7 @@ def add_compact_parser(commands: Any, data_dir_arg: Callable[[argparse.ArgumentP
     p.add_argument("--dedupe-buffer-size", type=_size, default=128 * 1024 * 1024, metavar="BYTES",
                    help="memory of the key -> offset map (log.cleaner.dedupe.buffer.size, default 128 MiB); "
                         "a log with more keys than fit is cleaned in several rounds")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print a JSON array, one object per partition")
     p.set_defaults(func=cmd_compact)
 
 

@@ -226,3 +226,35 @@ def test_read_committed_lists_aborted_transactions(broker):
         assert committed.last_stable_offset == 5
         _, uncommitted = _fetch(sock, "txn", 0, isolation_level=0)
         assert uncommitted.aborted_transactions is None
+
+
+def test_many_partitions_stay_within_the_region_limit(tmp_path):
+    from kafkalog.broker import replica_manager
+
+    with Broker(tmp_path, configs={"num.partitions": replica_manager.MAX_REGIONS_PER_FETCH + 6}) as b:
+        count = replica_manager.MAX_REGIONS_PER_FETCH + 6
+        with _raw.connect(b.bootstrap_servers) as sock:
+            _create(sock, "wide")
+        big = _batch(20, size=2000)  # > SENDFILE_MIN_BYTES: a region each, up to the limit
+
+        async def fill():
+            for p in range(count):
+                b.server.log_manager.get_log("wide", p).append_as_leader(MemoryRecords(big))
+
+        b.run_coroutine(fill())
+        rm = b.server.apis.replica_manager
+        from kafkalog.broker.file_region import FileRegion
+        from kafkalog.broker.replica_manager import FetchParams, FetchPartitionInfo, TopicPartition
+        from kafkalog.storage.log import FetchIsolation
+
+        infos = [(TopicPartition("wide", p), FetchPartitionInfo(0, 1 << 20)) for p in range(count)]
+        results, total, errors = rm.read_from_local_log(
+            FetchParams(0, 1, 1 << 30, FetchIsolation.HIGH_WATERMARK), infos
+        )
+        kinds = [isinstance(d.records, FileRegion) for _, d in results]
+        assert not errors and total == count * len(big)
+        assert kinds.count(True) == replica_manager.MAX_REGIONS_PER_FETCH
+        stored = b.server.log_manager.get_log("wide", 0).read(0, 1 << 20).records.read_bytes()
+        assert all(d.records == stored for _, d in results if not isinstance(d.records, FileRegion))
+        for _, d in results:
+            d.release()

@@ -129,6 +129,9 @@ def test_acks_zero_sends_no_response(broker):
         _produce(sock, "acks0", _batch(4), acks=0, correlation_id=50)
         r = _produce(sock, "acks0", _batch(1), acks=1, correlation_id=51)  # asserts correlation 51 comes next
         assert (r.error_code, r.base_offset) == (ErrorCode.none, 4)
+        # a failed acks=0 produce closes the connection (the client would never learn otherwise)
+        _produce(sock, "no-such-topic", _batch(1), acks=0, correlation_id=52)
+        assert _raw.is_closed(sock)
 
 
 def test_produce_v3_and_v13_by_topic_id(broker):

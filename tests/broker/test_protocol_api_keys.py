@@ -31,3 +31,25 @@ def test_handlers_within_codec_range_and_no_telemetry():
     assert 71 not in handlers  # GetTelemetrySubscriptions must not be advertised (librdkafka would use it)
     for key in (0, 1, 2, 3, 10, 18, 22, 23):
         assert key in handlers
+
+
+def test_components_are_built_at_startup_and_shut_down(tmp_path):
+    from kafkalog.broker import Broker
+    from kafkalog.broker.handlers import COMPONENT_FACTORIES, register_component
+
+    events = []
+
+    class Component:
+        def __init__(self, apis):
+            events.append(("built", apis.node_id))
+
+        async def shutdown(self):
+            events.append(("shutdown", None))
+
+    register_component("test-component", Component)
+    try:
+        with Broker(tmp_path) as broker:
+            assert isinstance(broker.server.apis.components["test-component"], Component)
+    finally:
+        del COMPONENT_FACTORIES["test-component"]
+    assert events == [("built", 1), ("shutdown", None)]

@@ -46,7 +46,7 @@ def test_decodes_what_kio_encodes(version, transactional_id):
         assert (topic.name, topic.topic_id) == (None, TOPIC_ID)
     else:
         assert (topic.name, topic.topic_id) == ("events", None)
-    assert [p.index for p in topic.partitions] == [0, 1, 2]
+    assert [p.partition_index for p in topic.partitions] == [0, 1, 2]
     assert [None if p.records is None else bytes(p.records) for p in topic.partitions] == records
     view = topic.partitions[0].records
     assert isinstance(view, memoryview) and view.obj is frame.obj  # a view into the frame, not a copy

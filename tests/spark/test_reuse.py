@@ -68,6 +68,23 @@ def test_every_shape_on_one_dataframe(spark, data_dir):
         assert spark_rows(df.where(F.col("timestamp") >= ts(x))) == [r for r in rows if r[3] >= x], x
 
 
+def test_shapes_with_spark_pushdown_flag_on(spark, data_dir):
+    """With ``spark.sql.python.filterPushdown.enabled=true`` (set for some other source, say) Spark
+    asks the default reader to push filters too; where it shares plans, that reader pushes none."""
+    from kafkalog.spark.session import FILTER_PUSHDOWN_CONF
+
+    rows = log_rows(data_dir, "two")
+    before = spark.conf.get(FILTER_PUSHDOWN_CONF)
+    spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
+    try:
+        df = read(spark, data_dir, subscribe="two")
+        assert spark_rows(df.where("partition = 0").union(df.where("partition = 1"))) == rows
+        assert df.where("partition = 1").count() == len(part(rows, 1))
+        assert df.count() == len(rows)
+    finally:
+        spark.conf.set(FILTER_PUSHDOWN_CONF, before)
+
+
 def test_later_actions_see_appends_and_retention(spark, tmp_path):
     build_topic(tmp_path, "grow", 2, 6, 10, configs={"segment.bytes": "600"}, headers=False)
     df = read(spark, tmp_path, subscribe="grow")

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog.clock import MockTime
-from kafkalog.dump import verify_data_dir
 from kafkalog.records.types import CompressionType, Header
 from kafkalog.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
 from kafkalog.storage.cleaner.cleaner import group_segments_by_size
 from kafkalog.storage.log import FetchIsolation, Log
+from kafkalog.tools.verify import verify_data_dir
 from tests.storage._cleaning import all_records, append, clean, compacted_log
 from tests.storage.conftest import config
 
@@ -193,3 +193,31 @@ def test_the_cleaned_batches_keep_producer_fields_and_offsets(tmp_path: Path) ->
     entry = reopened.producer_state.last_entry(7)
     assert entry is not None and entry.last_seq == 2
     reopened.close()
+
+
+def test_a_log_truncated_during_cleaning_does_not_get_its_data_back(tmp_path: Path) -> None:
+    import pytest
+
+    from kafkalog.errors import KafkaLogError
+    from kafkalog.storage.cleaner.cleaner import Cleaner
+    from kafkalog.storage.cleaner.log_to_clean import LogToClean
+    from kafkalog.storage.cleaner.offset_map import OffsetMap
+
+    log = compacted_log(tmp_path, segment_bytes=500)
+    for i in range(60):
+        append(log, [(KEYS[i % 4], str(i).encode())])
+    log.roll()
+    replace = log.replace_segments
+
+    def truncate_first(new, old):  # a truncation that was not preceded by an abort
+        log.truncate_to(0)
+        return replace(new, old)
+
+    log.replace_segments = truncate_first  # type: ignore[method-assign]
+    # Refused: the cleaned segments would end past the new log end, or replace the now active one.
+    with pytest.raises(KafkaLogError, match=r"now ends at 0|active segment"):
+        Cleaner(OffsetMap(24 * 100), time=log.time).clean(
+            LogToClean("topic", 0, log, 0, log.active_segment.base_offset))
+    assert all_records(log) == []
+    assert not [p for p in log.dir.iterdir() if p.name.endswith((".cleaned", ".swap"))]
+    log.close()

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from kafkalog.dump import verify_data_dir
 from kafkalog.storage.log import Log
+from kafkalog.tools.verify import verify_data_dir
 from tests.storage._cleaning import all_records, append, compacted_log
 from tests.storage.cleaner_crash_child import CONFIG
 from tests.storage.conftest import config

@@ -155,3 +155,37 @@ def test_log_manager_runs_the_cleaner_in_the_background(tmp_path: Path) -> None:
     assert _time.monotonic() - started < 10
     with LogManager(data) as lm:
         assert lm.start_cleaner(CleanerConfig(enable_cleaner=False)) is None
+
+
+def test_a_partition_that_fails_to_clean_is_marked_uncleanable(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with LogManager(data) as lm:
+        (state,) = lm.create_topic("state", 1, {"cleanup.policy": "compact", "segment.bytes": "1500"})
+        (other,) = lm.create_topic("other", 1, {"cleanup.policy": "compact", "segment.bytes": "1500"})
+        fill(state, 100, 5)
+        fill(other, 100, 5)
+        first = state.segments.first_segment
+        assert first is not None
+        with open(first.log.path, "r+b") as f:  # flip a byte inside the first batch: a CRC mismatch
+            f.seek(70)
+            byte = f.read(1)
+            f.seek(70)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        cleaner = lm.start_cleaner(CleanerConfig(backoff_ms=20, dedupe_buffer_size=1 << 20))
+        assert cleaner is not None
+        _wait(lambda: ("state", 0) in cleaner.manager.uncleanable_partitions, "state marked uncleanable")
+        _wait(lambda: len(all_records(other)) < 100, "the other partition to be cleaned all the same")
+
+
+def test_compacting_one_topic_keeps_the_checkpoint_of_the_others(tmp_path: Path) -> None:
+    from kafkalog.storage.cleaner.compact import compact_logs
+
+    with LogManager(tmp_path / "data") as lm:
+        for topic in ("a", "b"):
+            (log,) = lm.create_topic(topic, 1, {"cleanup.policy": "compact", "segment.bytes": "1000"})
+            fill(log, 60, 3)
+        compact_logs(lm, "a")
+        compact_logs(lm, "b")
+        checkpoint = OffsetCheckpointFile(tmp_path / "data" / CLEANER_OFFSET_CHECKPOINT_FILE).read()
+        assert set(checkpoint) == {("a", 0), ("b", 0)}
+        assert checkpoint[("a", 0)] == lm.get_log("a", 0).active_segment.base_offset

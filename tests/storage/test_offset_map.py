@@ -53,3 +53,51 @@ def test_memory_is_bounded_by_the_buffer() -> None:
         OffsetMap(10)
     m = OffsetMap(1024 * 1024)
     assert m.slots == 1024 * 1024 // 24 and m.memory <= 1024 * 1024
+
+
+# --- the C path (records/_native.c) and the Python path agree ------------------------------------
+
+def _random_batches(rng: random.Random, n: int) -> list:
+    from kafkalog.records.memory import MemoryRecords
+    from kafkalog.records.types import CompressionType, Header, SimpleRecord
+
+    batches = []
+    offset = 0
+    for _ in range(n):
+        records = []
+        for _ in range(rng.randrange(1, 12)):
+            # Key lengths around MD5's 55/56/64-byte padding boundaries, and keyless records.
+            size = rng.choice([0, 1, 7, 55, 56, 57, 63, 64, 65, 119, 120, 200, rng.randrange(30)])
+            key = None if rng.random() < 0.1 else bytes([rng.randrange(4)]) * size
+            value = None if rng.random() < 0.2 else rng.randbytes(rng.randrange(20))
+            headers = (Header("h", rng.randbytes(3)),) if rng.random() < 0.3 else ()
+            records.append(SimpleRecord(value, key, 1000 + offset, headers))
+        codec = rng.choice([CompressionType.NONE, CompressionType.GZIP])
+        built = MemoryRecords.with_records(2, codec, records, base_offset=offset)
+        batches.append(next(built.batches()))
+        offset += len(records) + rng.randrange(3)
+    return batches
+
+
+def test_native_and_python_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalog.records.native import native
+    from kafkalog.storage.cleaner import offset_map as module
+
+    if native is None:
+        pytest.skip("the C extension is not built here (KAFKALOG_PURE_PYTHON=1): nothing to compare")
+    rng = random.Random(7)
+    for round_ in range(5):
+        batches = _random_batches(rng, 30)
+        slots = rng.choice([40, 400])
+        maps = []
+        results = []
+        for use_native in (True, False):
+            monkeypatch.setattr(module, "native", native if use_native else None)
+            m = OffsetMap(BYTES_PER_ENTRY * slots)
+            consumed = [m.put_batch(b, start_offset=5, max_entries=30) for b in batches]
+            m.update_latest_offset(m.latest_offset - round_)  # some records lie past the mapped range
+            decisions = [m.retain_batch(b, retain_deletes=bool(round_ % 2)) for b in batches]
+            maps.append((list(m._hi), list(m._lo), list(m._offsets), m.size, m.latest_offset))
+            results.append((consumed, decisions))
+        assert maps[0] == maps[1]
+        assert results[0] == results[1]

@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafkalog.broker.handlers import HANDLERS, load_handlers
+from kafkalog.broker.handlers import COMPONENT_FACTORIES, HANDLERS, load_handlers
 from kafkalog.broker.request import RequestContext
 from kafkalog.errors import UnsupportedVersionError
 from kafkalog.protocol.api_keys import API_KEYS, ApiKey
@@ -53,6 +53,9 @@ class KafkaApis:
 
     def __post_init__(self) -> None:
         load_handlers()
+        for name, factory in COMPONENT_FACTORIES.items():
+            if name not in self.components:
+                self.components[name] = factory(self)
 
     @property
     def node_id(self) -> int:

@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 # Record bytes up to this size are read into the response (pread) instead of sent with sendfile,
 # which first waits for the socket buffer to empty: cheaper for small fetches.
 SENDFILE_MIN_BYTES = 32 * 1024
+# Each file region holds a duplicated descriptor until it is sent: past this many in one response
+# the rest are read instead, so a fetch of many partitions cannot exhaust the descriptor limit.
+MAX_REGIONS_PER_FETCH = 64
 _I32 = struct.Struct(">i")
 
 
@@ -200,9 +203,7 @@ class ReplicaManager:
             for tp in keys:
                 self._waiters.setdefault(tp, set()).add(waiter)
             try:
-                await asyncio.wait_for(asyncio.shield(waiter), remaining)
-            except TimeoutError:
-                pass
+                await asyncio.wait((waiter,), timeout=remaining)  # woken by an append, or the deadline
             finally:
                 for tp in keys:
                     found = self._waiters.get(tp)
@@ -221,10 +222,16 @@ class ReplicaManager:
         min_one_message = True
         total = 0
         errors = False
+        regions = 0
         results: list[tuple[TopicPartition, FetchPartitionData]] = []
         for tp, info in fetch_infos:
             data = self._read_partition(
-                tp, info, min(info.partition_max_bytes, limit), min_one_message, params.isolation
+                tp,
+                info,
+                min(info.partition_max_bytes, limit),
+                min_one_message,
+                params.isolation,
+                regions < MAX_REGIONS_PER_FETCH,
             )
             size = data.size
             if size > 0:
@@ -233,6 +240,8 @@ class ReplicaManager:
                 total += size
             if data.error != ErrorCode.none:
                 errors = True
+            if isinstance(data.records, FileRegion):
+                regions += 1
             results.append((tp, data))
         return results, total, errors
 
@@ -243,6 +252,7 @@ class ReplicaManager:
         max_bytes: int,
         min_one_message: bool,
         isolation: FetchIsolation,
+        allow_region: bool = True,
     ) -> FetchPartitionData:
         try:
             partition_log = self.get_log(tp)
@@ -263,7 +273,7 @@ class ReplicaManager:
         payload: bytes | FileRegion
         if size == 0:
             payload = b""
-        elif size < SENDFILE_MIN_BYTES or not hasattr(records, "fileno"):
+        elif size < SENDFILE_MIN_BYTES or not allow_region or not hasattr(records, "fileno"):
             payload = records.read_bytes() if hasattr(records, "read_bytes") else records.to_bytes()
         else:
             payload = FileRegion(records.fileno(), records.start, size)

@@ -6,7 +6,6 @@ import dataclasses
 import sys
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import cache
 from typing import Any
 
 from kafkalog.protocol.headers import RequestHeader
@@ -28,9 +27,14 @@ class RequestContext:
         return self.header.api_version
 
 
-@cache
+_FIELD_NAMES: dict[type[Any], frozenset[str]] = {}
+
+
 def _field_names(cls: type[Any]) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls))
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def build(cls: type[Any], **values: Any) -> Any:

@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import logging
 import socket
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from kafkalog.broker.file_region import FileRegion
 from kafkalog.errors import InvalidRequestError
@@ -117,7 +117,8 @@ class SocketServer:
         idle = self._idle_s
         while not self._stopping:
             try:
-                prefix = await asyncio.wait_for(reader.readexactly(SIZE_PREFIX), idle)
+                async with asyncio.timeout(idle):  # no task per read, unlike wait_for
+                    prefix = await reader.readexactly(SIZE_PREFIX)
             except TimeoutError:
                 log.info(
                     "Closing connection %s: idle for more than %s ms (connections.max.idle.ms)",
@@ -131,7 +132,8 @@ class SocketServer:
                 return  # clean close between requests
             size = check_frame_size(prefix, self._max_request_bytes)
             try:
-                frame = await asyncio.wait_for(reader.readexactly(size), idle)
+                async with asyncio.timeout(idle):
+                    frame = await reader.readexactly(size)
             except asyncio.IncompleteReadError as e:
                 raise InvalidRequestError(f"Truncated request: {len(e.partial)} of {size} bytes") from None
             except TimeoutError:
@@ -157,12 +159,8 @@ class SocketServer:
                 elif isinstance(chunk, FileRegion):
                     regions.append(chunk)
                     # Waits for the transport's buffer to empty first, so the bytes before go out first.
-                    sent = await loop.sendfile(
-                        writer.transport,
-                        chunk,
-                        chunk.position,  # type: ignore[arg-type]
-                        chunk.size,
-                    )
+                    file = cast(IO[bytes], chunk)  # it has what sendfile uses of a file
+                    sent = await loop.sendfile(writer.transport, file, chunk.position, chunk.size)
                     if sent != chunk.size:  # the size prefix promised more: the stream is unusable
                         raise ConnectionError(f"Sent {sent} of {chunk.size} bytes of {chunk!r}")
                 else:

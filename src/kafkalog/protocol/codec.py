@@ -39,14 +39,22 @@ def response_type(api_key: int, api_version: int) -> type[Any]:
         ) from None
 
 
-@cache
+_READERS: dict[type[Any], Any] = {}
+_WRITERS: dict[type[Any], Any] = {}
+
+
 def _reader(cls: type[Any]) -> Any:
-    return entity_reader(cls)
+    found = _READERS.get(cls)
+    if found is None:
+        found = _READERS[cls] = entity_reader(cls)
+    return found
 
 
-@cache
 def _writer(cls: type[Any]) -> Any:
-    return entity_writer(cls)
+    found = _WRITERS.get(cls)
+    if found is None:
+        found = _WRITERS[cls] = entity_writer(cls)
+    return found
 
 
 def decode_request(api_key: int, api_version: int, frame: memoryview, offset: int) -> Any:

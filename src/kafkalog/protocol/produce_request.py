@@ -29,7 +29,7 @@ _ACKS_TIMEOUT = struct.Struct(">hi")
 
 
 class PartitionProduceData(NamedTuple):
-    index: int
+    partition_index: int
     records: memoryview | None
 
 

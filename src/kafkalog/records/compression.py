@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import cramjam
 import xxhash
+import zstandard
 
 from kafkalog.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kafkalog.records.types import MAGIC_V0, MAGIC_V2, CompressionType
@@ -320,12 +321,9 @@ def _lz4_decompress(data: BytesLike, magic: int) -> bytes:
 
 # --- zstd ---------------------------------------------------------------------------------------
 
-# cramjam creates a fresh zstd context per call, which costs ~40 us per batch; the optional
-# ``zstandard`` package lets us reuse one context per thread (4-5x faster for typical batches).
-try:
-    import zstandard as _zstandard
-except ImportError:  # pragma: no cover - exercised only where zstandard is absent
-    _zstandard = None
+# ``zstandard`` (a dependency), not cramjam: cramjam creates a fresh zstd context per call (~40 us a
+# batch) where zstandard reuses one per thread (4-5x faster for typical batches), and cramjam's
+# one-shot decoder cannot stop at the decompression bound.
 
 _zstd_local = threading.local()
 _ZSTD_MAX_RATIO = 32 * 1024  # a 4-byte RLE block decompresses to 128 KiB
@@ -337,27 +335,19 @@ def _zstd_compress(data: BytesLike, level: int | None) -> bytes:
         level = 3
     if not -131072 <= level <= 22:
         raise UnsupportedCompressionTypeError(f"zstd compression level {level} is not in -131072..22")
-    if _zstandard is not None:
-        compressors = getattr(_zstd_local, "compressors", None)
-        if compressors is None:
-            compressors = _zstd_local.compressors = {}
-        compressor = compressors.get(level)
-        if compressor is None:
-            compressor = compressors[level] = _zstandard.ZstdCompressor(level=level)
-        return compressor.compress(data)
-    return bytes(cramjam.zstd.compress(data, level=level))
+    compressors = getattr(_zstd_local, "compressors", None)
+    if compressors is None:
+        compressors = _zstd_local.compressors = {}
+    compressor = compressors.get(level)
+    if compressor is None:
+        compressor = compressors[level] = zstandard.ZstdCompressor(level=level)
+    return compressor.compress(data)
 
 
 def _zstd_decompress(data: BytesLike) -> bytes:
-    if _zstandard is None:
-        # cramjam's one-shot decoder cannot stop early; it is only the fallback without zstandard.
-        try:
-            return bytes(cramjam.zstd.decompress(data))
-        except cramjam.DecompressionError as e:
-            raise CorruptRecordError(f"Invalid zstd data: {e}") from None
     decompressor = getattr(_zstd_local, "decompressor", None)
     if decompressor is None:
-        decompressor = _zstd_local.decompressor = _zstandard.ZstdDecompressor()
+        decompressor = _zstd_local.decompressor = zstandard.ZstdDecompressor()
     limit = MAX_DECOMPRESSED_BYTES
     out: list[bytes] = []
     view = memoryview(data)
@@ -388,7 +378,7 @@ def _zstd_decompress(data: BytesLike) -> bytes:
                     break
             if not stream.eof:
                 raise CorruptRecordError("Truncated zstd frame")
-    except _zstandard.ZstdError as e:
+    except zstandard.ZstdError as e:
         raise CorruptRecordError(f"Invalid zstd data: {e}") from None
     if not out:
         return b""

@@ -2,10 +2,11 @@
 
 Planning (driver) needs topics, partitions, the earliest/latest offsets of each partition, the
 answer of the time index to "first offset with timestamp >= T" and batch boundaries to split
-ranges at; executors need the visible batches of one partition. All of it goes through
-``kafkalog.storage`` (``Log`` opened read-only, the data directory's checkpoint and topic-config
-files), so a writer in another process is never disturbed, and nothing here reads a ``.log`` file
-or parses bytes by itself.
+ranges at; executors need the visible batches of one partition (``Log.visible_batches``). All of
+it goes through ``kafkalog.storage`` (``partition_dirs.list_topic_partitions``, ``Log`` opened
+read-only, the data directory's checkpoint and topic-config files), so a writer in another process
+is never disturbed, and nothing here reads a ``.log`` file, parses bytes or a directory name by
+itself.
 
 Only the partitions a query touches are opened (a read-only ``LogManager`` would open every
 partition of every topic in the directory, for each task).
@@ -13,7 +14,6 @@ partition of every topic in the directory, for each task).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,26 +22,9 @@ from kafkalog.errors import KafkaLogError, UnknownTopicOrPartitionError
 from kafkalog.spark.options import Subscription, TopicPartition
 
 if TYPE_CHECKING:
-    from kafkalog.records.batch import RecordBatch
     from kafkalog.storage.log import Log
 
-__all__ = ["TopicCatalog", "list_topic_partitions", "open_partition", "visible_batches"]
-
-
-def list_topic_partitions(path: str) -> dict[str, list[int]]:
-    """``{topic: [partitions]}`` of the live partition directories, by LogManager's rules."""
-    from kafkalog.storage.log_file_utils import PartitionDirKind, parse_partition_dir_name
-    from kafkalog.storage.log_manager import METADATA_TOPIC
-
-    found: dict[str, list[int]] = {}
-    for child in Path(path).iterdir():
-        if not child.is_dir():
-            continue
-        parsed = parse_partition_dir_name(child.name)
-        if parsed.kind is not PartitionDirKind.LIVE or parsed.topic == METADATA_TOPIC or parsed.partition < 0:
-            continue
-        found.setdefault(parsed.topic, []).append(parsed.partition)
-    return {t: sorted(ps) for t, ps in sorted(found.items())}
+__all__ = ["TopicCatalog", "open_partition"]
 
 
 def _topic_configs(path: str) -> dict[str, dict[str, str]]:
@@ -79,30 +62,13 @@ def open_partition(path: str, topic: str, partition: int, *,
     return Log.open(directory, config, log_start_offset=log_start, read_only=True)
 
 
-def visible_batches(log: Log, start: int, end: int, read_committed: bool) -> Iterator[RecordBatch]:
-    """The data batches a consumer sees in [start, end): control batches hidden and, under
-    read_committed, only up to the last stable offset and without aborted transactions (the same
-    rules as ``Log.records``, but batch by batch so the caller can decode them column-wise)."""
-    from kafkalog.storage.log import AbortedFilter, FetchIsolation
-
-    if read_committed:
-        stop = min(end, log.last_stable_offset)
-        aborted = AbortedFilter(log.collect_aborted_transactions(start, stop))
-        for batch in log.batches(start, stop, isolation=FetchIsolation.TXN_COMMITTED):
-            if aborted.skip(batch) or batch.is_control:
-                continue
-            yield batch
-    else:
-        for batch in log.batches(start, end, isolation=FetchIsolation.HIGH_WATERMARK):
-            if not batch.is_control:
-                yield batch
-
-
 class TopicCatalog:
     """Read-only metadata of the topics in one data directory (a context manager)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        from kafkalog.storage.partition_dirs import list_topic_partitions
+
         self._layout = list_topic_partitions(path)
         self._logs: dict[TopicPartition, Log] = {}
         self._topic_configs: dict[str, dict[str, str]] | None = None

@@ -499,9 +499,11 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
 
     fail_on_data_loss = _parse_bool(FAIL_ON_DATA_LOSS, opts.get(FAIL_ON_DATA_LOSS.lower(), "true"))
     include_headers = _parse_bool(INCLUDE_HEADERS, opts.get(INCLUDE_HEADERS.lower(), "false"))
-    filter_pushdown = None
-    if opts.get(FILTER_PUSHDOWN.lower(), "auto").strip().lower() != "auto":
-        filter_pushdown = _parse_bool(FILTER_PUSHDOWN, opts[FILTER_PUSHDOWN.lower()])
+    pushdown_raw = opts.get(FILTER_PUSHDOWN.lower(), "auto").strip().lower()
+    if pushdown_raw not in ("auto", "true", "false"):
+        raise _err(FILTER_PUSHDOWN,
+                   f"expected 'auto', 'true' or 'false', got {opts[FILTER_PUSHDOWN.lower()]!r}")
+    filter_pushdown = None if pushdown_raw == "auto" else pushdown_raw == "true"
     min_partitions = None
     if MIN_PARTITIONS.lower() in opts:
         min_partitions = _parse_int(MIN_PARTITIONS, opts[MIN_PARTITIONS.lower()], minimum=1)

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkalog.errors import InvalidConfigError, OffsetOutOfRangeError
 from kafkalog.spark.arrow import ColumnBuilder
-from kafkalog.spark.catalog import TopicCatalog, open_partition, visible_batches
+from kafkalog.spark.catalog import TopicCatalog, open_partition
 from kafkalog.spark.options import (
     EARLIEST,
     FAIL_ON_DATA_LOSS,
@@ -37,6 +37,7 @@ from kafkalog.spark.options import (
     user_errors_iter,
 )
 from kafkalog.spark.pushdown import Constraints, split_filters
+from kafkalog.storage.log import FetchIsolation
 
 __all__ = [
     "KafkaLogBatchReader",
@@ -360,7 +361,8 @@ def read_range(part: KafkaLogInputPartition) -> Iterator[pa.RecordBatch]:
         if start >= end:
             return
         builder = ColumnBuilder(part.topic, part.partition, part.include_headers)
-        for batch in visible_batches(plog, start, end, part.read_committed):
+        isolation = FetchIsolation.TXN_COMMITTED if part.read_committed else FetchIsolation.HIGH_WATERMARK
+        for batch in plog.visible_batches(start, end, isolation=isolation):
             # Bounded by what was decoded, not by the batch sizes on disk: a compressed batch can
             # decode to many times its size.
             if builder.add(batch, start, end) and (

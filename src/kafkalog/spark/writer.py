@@ -46,8 +46,8 @@ from kafkalog.errors import (
     UnsupportedForMessageFormatError,
 )
 from kafkalog.records import MAGIC_V0, MAGIC_V2, CompressionType, Header, MemoryRecordsBuilder, TimestampType
-from kafkalog.spark.catalog import list_topic_partitions
 from kafkalog.spark.options import CREATE_TOPIC_PARTITIONS, TOPIC, SinkOptions, user_errors
+from kafkalog.storage.partition_dirs import list_topic_partitions
 from kafkalog.storage.partitioner import StickyPartitioner, partition_for_key
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ def _describe_topic(path: str, topic: str, create_partitions: int | None) -> tup
     from kafkalog.storage.log_manager import LogManager
 
     # Directory names and the topic-config file only: opening logs (even read-only) is not needed.
-    partitions = list_topic_partitions(path).get(topic)
+    partitions = list_topic_partitions(path, readable_only=False).get(topic)
     if partitions:
         return LogConfig.from_props(read_topic_configs(path).get(topic, {})), len(partitions)
     if create_partitions is None:

@@ -135,7 +135,7 @@ def recovery_decision(partition_dir: Path, recovery_point: int, had_clean_shutdo
 
 def list_partitions(data_dir: Path | str, topic: str) -> list[int]:
     """The topic's live partition directories, by ``LogManager``'s rules (no log is opened)."""
-    from kafkalog.storage.log_manager import METADATA_TOPIC
+    from kafkalog.storage.partition_dirs import METADATA_TOPIC
 
     found = []
     for child in Path(data_dir).iterdir():

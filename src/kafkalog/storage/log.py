@@ -819,21 +819,31 @@ class Log:
                 if last_offset + 1 >= stop:
                     return
 
-    def records(self, start_offset: int, end_offset: int | None = None, *,
-                isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> Iterator[Record]:
-        """Records with offsets in [start_offset, end_offset) as a consumer sees them: control records
-        hidden and, with ``TXN_COMMITTED``, the records of aborted transactions too (read up to the
-        last stable offset)."""
+    def visible_batches(self, start_offset: int, end_offset: int | None = None, *,
+                        isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> Iterator[RecordBatch]:
+        """The data batches overlapping [start_offset, end_offset) as a consumer sees them: control
+        batches hidden and, with ``TXN_COMMITTED``, the batches of aborted transactions too (read up to
+        the last stable offset). Whole batches: the first and last may hold records outside the range."""
         upper = self._upper_bound(isolation)
         stop = upper if end_offset is None else min(end_offset, upper)
         start = max(start_offset, self._log_start_offset)
         aborted_filter = (AbortedFilter(self.collect_aborted_transactions(start, stop))
                           if isolation is FetchIsolation.TXN_COMMITTED else None)
         for batch in self.batches(start, stop, isolation=isolation):
+            # The filter sees control batches too: an ABORT marker ends its producer's transaction.
             if aborted_filter is not None and aborted_filter.skip(batch):
                 continue
-            if batch.is_control:
-                continue
+            if not batch.is_control:
+                yield batch
+
+    def records(self, start_offset: int, end_offset: int | None = None, *,
+                isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> Iterator[Record]:
+        """Records with offsets in [start_offset, end_offset) as a consumer sees them (the records of
+        ``visible_batches`` within the range)."""
+        upper = self._upper_bound(isolation)
+        stop = upper if end_offset is None else min(end_offset, upper)
+        start = max(start_offset, self._log_start_offset)
+        for batch in self.visible_batches(start, stop, isolation=isolation):
             for record in batch.records():
                 if record.offset >= stop:
                     return
@@ -938,6 +948,12 @@ class Log:
                                 key=attrgetter("base_offset"))
             if not new_sorted:
                 raise IllegalArgumentError(f"No segments to swap into {self._dir.name}")
+            new_end = max(s.read_next_offset() for s in new_sorted)
+            if new_end > self._end.offset:
+                # Truncated meanwhile (Kafka aborts cleaning first; this keeps data from coming back).
+                raise KafkaStorageError(
+                    f"Cannot swap segments ending at offset {new_end} into {self._dir.name}, whose log now "
+                    f"ends at {self._end.offset}")
             active = self._segments.active_segment
             if any(s is active for s in old_sorted):
                 raise IllegalArgumentError(f"The active segment of {self._dir.name} cannot be replaced")

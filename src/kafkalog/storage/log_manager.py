@@ -71,6 +71,7 @@ from kafkalog.storage.metadata_files import (
     read_meta_properties,
     write_meta_properties,
 )
+from kafkalog.storage.partition_dirs import METADATA_TOPIC, scan_partition_dirs
 from kafkalog.storage.recovery_report import RecoveryReport
 from kafkalog.storage.txn_index import ABORTED_TXN_SIZE
 
@@ -80,7 +81,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCK_FILE",
-    "METADATA_TOPIC",
     "LogManager",
     "PartitionDescription",
     "PartitionRecovery",
@@ -91,8 +91,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# KRaft's metadata log lives in a log dir like a partition but is not managed by LogManager.
-METADATA_TOPIC = "__cluster_metadata"
 # Kafka's sample server.properties uses node.id=1; meta.properties must match the broker's node.id.
 DEFAULT_NODE_ID = 1
 
@@ -274,10 +272,8 @@ class LogManager:
         stored_configs = read_topic_configs(self._dir)
 
         to_load: list[tuple[Path, str, int]] = []
-        for child in sorted(self._dir.iterdir()):
-            if not child.is_dir():
-                continue
-            parsed = parse_partition_dir_name(child.name)  # KafkaStorageError for foreign directories
+        for entry in scan_partition_dirs(self._dir):
+            child, parsed = entry.path, entry.name
             if parsed.kind is PartitionDirKind.DELETE:
                 if not self._read_only:
                     log.info("Removing %s, a partition directory scheduled for deletion", child)
@@ -286,12 +282,10 @@ class LogManager:
             if parsed.kind is not PartitionDirKind.LIVE:
                 log.info("Ignoring %s (%s replica)", child, parsed.kind.value[1:])
                 continue
-            if parsed.topic == METADATA_TOPIC:
+            if not entry.is_topic_partition:
                 log.info("Ignoring %s: the KRaft metadata log is not a topic", child)
                 continue
-            if parsed.partition < 0:
-                raise KafkaStorageError(f"Directory {child.name!r} names a negative partition")
-            if self._read_only and not any(child.glob("*" + LOG_FILE_SUFFIX)):
+            if self._read_only and not entry.has_segment():
                 # A writer is creating this partition right now; it is not readable yet.
                 log.info("Skipping %s: no segment yet", child)
                 continue

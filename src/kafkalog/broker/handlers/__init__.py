@@ -22,7 +22,8 @@ from typing import Any
 
 from kafkalog.protocol.api_keys import API_KEYS
 
-__all__ = ["HANDLERS", "ApiHandler", "handles", "load_handlers", "register"]
+__all__ = ["COMPONENT_FACTORIES", "HANDLERS", "ApiHandler", "handles", "load_handlers", "register",
+           "register_component"]
 
 Decoder = Callable[[memoryview, int, int], Any]  # (frame, body offset, version) -> request body
 Handle = Callable[[Any, Any, Any], Awaitable[Any]]
@@ -46,6 +47,15 @@ class ApiHandler:
 
 
 HANDLERS: dict[int, ApiHandler] = {}
+
+# name -> factory(apis) of a component that handlers share (a group coordinator, a transaction
+# coordinator): built when the broker starts, ``apis.components[name]``; its ``shutdown()`` (sync or
+# async), if any, runs when the broker stops, before the logs are closed.
+COMPONENT_FACTORIES: dict[str, Callable[[Any], Any]] = {}
+
+
+def register_component(name: str, factory: Callable[[Any], Any]) -> None:
+    COMPONENT_FACTORIES[name] = factory
 
 
 def register(handler: ApiHandler) -> None:

@@ -84,8 +84,10 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
     topics = []
     for key, parts in layout:
         partitions = []
-        for index, tp in parts:
-            data = results[tp] if tp is not None else FetchPartitionData(ErrorCode.unknown_topic_id)
+        for index, maybe_tp in parts:
+            data = (
+                results[maybe_tp] if maybe_tp is not None else FetchPartitionData(ErrorCode.unknown_topic_id)
+            )
             partitions.append(
                 FetchPartitionResult(
                     partition_index=index,

@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from kafkalog.broker.handlers import ApiHandler, register
 from kafkalog.broker.replica_manager import PartitionResponse, TopicPartition
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.errors import InvalidRequestError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
 from kafkalog.protocol.produce_request import ProduceRequestData, decode_produce_request
@@ -72,7 +73,7 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
         if name is None:  # v13+: by topic id
             name = cache.topic_name(topic.topic_id) if topic.topic_id is not None else None
         for partition in topic.partitions:
-            key = TopicPartition(name if name is not None else "", partition.index)
+            key = TopicPartition(name if name is not None else "", partition.partition_index)
             order.append((topic.topic_id if topic.name is None else topic.name, key))
             if name is None:
                 invalid[key] = PartitionResponse(ErrorCode.unknown_topic_id)
@@ -95,7 +96,13 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
     results: dict[TopicPartition, PartitionResponse] = dict(invalid)
     apis.replica_manager.append_records(body.timeout_ms, body.acks, entries, results.update)
     if body.acks == 0:
-        return None  # Kafka sends nothing back for acks=0 (it closes the connection on errors)
+        failures = [f"{tp} ({r.error.name})" for tp, r in results.items() if r.error != ErrorCode.none]
+        if failures:
+            # The client never reads an answer: Kafka closes the connection so that it notices and
+            # refreshes its metadata.
+            raise InvalidRequestError(
+                f"acks=0 produce failed for {', '.join(failures)}; closing the connection")
+        return None
 
     cls = response_type(ApiKey.PRODUCE, version)
     topic_cls = nested_type(cls, "TopicProduceResponse")

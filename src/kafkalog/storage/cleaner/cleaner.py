@@ -38,12 +38,11 @@ from kafkalog.records.types import (
     NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
     CompressionType,
-    RecordColumns,
     TimestampType,
 )
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
-from kafkalog.storage.cleaner.offset_map import OffsetMap
+from kafkalog.storage.cleaner.offset_map import OffsetMap, RetainedRecord
 from kafkalog.storage.cleaner.transaction_metadata import CleanedTransactionMetadata
 from kafkalog.storage.file_records import FileRecords
 from kafkalog.storage.loader import open_segment
@@ -132,14 +131,13 @@ class Cleaner:
     """Cleans one log at a time with one offset map (one per cleaner thread)."""
 
     def __init__(self, offset_map: OffsetMap, *, io_buffer_size: int = DEFAULT_IO_BUFFER_SIZE,
-                 max_io_buffer_size: int = DEFAULT_IO_BUFFER_SIZE,
                  dup_buffer_load_factor: float = DEFAULT_LOAD_FACTOR, time: Time = SYSTEM_TIME,
                  check_done: Callable[[str], None] = _no_abort, cleaner_id: int = 0) -> None:
         self.offset_map = offset_map
         # Kafka splits its I/O buffer into a read and a write half; a read covers whole batches of
-        # up to this many bytes (more for one larger batch), and their output is one append.
+        # up to this many bytes (one larger batch is read whole, as Kafka grows its buffer for it),
+        # and what stays of them is one append to the cleaned segment.
         self._read_size = max(1, io_buffer_size // 2)
-        self._max_read_size = max(self._read_size, max_io_buffer_size)
         self._load_factor = dup_buffer_load_factor
         self._time = time
         self._check_done = check_done
@@ -210,25 +208,24 @@ class Cleaner:
                      stats: CleanerStats) -> bool:
         """Map one segment from ``start``; True when the map filled."""
         position = segment.offset_index.lookup(start).position
-        for batch in self._read_batches(segment.log, position, target.dir.name):
+        for batch in self._read_batches(segment.log, position):
             if batch.is_control:
                 transaction_metadata.on_control_batch_read(batch)
                 stats.map_messages_read += 1
             elif transaction_metadata.on_batch_read(batch):
                 stats.map_messages_read += batch.record_count  # aborted: not mapped
             else:
-                columns = batch.decode_columns()
-                keys = columns.keys
-                consumed = offset_map.put_many(keys, columns.offsets, start, max_entries)
+                consumed = offset_map.put_batch(batch, start, max_entries)
                 stats.map_messages_read += consumed
-                if consumed < len(keys):
+                if consumed < batch.record_count:
                     return True
             if batch.last_offset >= start:
                 offset_map.update_latest_offset(batch.last_offset)
             stats.map_bytes_read += batch.size_in_bytes
         return False
 
-    def _read_batches(self, source: FileRecords, position: int, name: str) -> Iterator[RecordBatch]:
+    @staticmethod
+    def _read_batches(source: FileRecords, position: int) -> Iterator[RecordBatch]:
         """Whole batches of a (non-active, hence immutable) segment from ``position``, checked."""
         for batch in source.batches(position, load_full=True):
             batch.ensure_valid()
@@ -277,7 +274,7 @@ class Cleaner:
         name = target.dir.name
         chunk = _Chunk([])
         chunk_bytes = 0
-        for batch in self._read_batches(source, 0, name):
+        for batch in self._read_batches(source, 0):
             if chunk_bytes and chunk_bytes + batch.size_in_bytes > self._read_size:
                 self._check_done(name)
                 self._flush_chunk(dest, chunk)
@@ -338,57 +335,45 @@ class Cleaner:
         if retention is BatchRetention.DELETE:
             self._count_discarded(batch, stats)
             return
-        columns = batch.decode_columns()
-        offsets = columns.offsets
-        n = len(offsets)
+        n = batch.record_count
         stats.messages_read += n
-        keep: list[int]
+        kept: list[RetainedRecord] | None  # None: every record stays
         contains_tombstones = False
         if discard_records:
-            keep = []
+            kept = []
             self._count_discarded(batch, stats)
         elif batch.is_control:
-            keep = list(range(n))
+            kept = None if n else []  # a control batch's records all stay (an empty one has none)
         else:
-            keep = []
-            keys = columns.keys
-            values = columns.values
-            latest = offset_map.latest_offset
-            found = offset_map.get_many(keys)
-            legacy = batch.magic < MAGIC_V2
-            if legacy:
+            if batch.magic < MAGIC_V2:
                 retain_deletes = retain_legacy_deletes
             else:
                 retain_deletes = not batch.has_delete_horizon or current_time < batch.delete_horizon_ms
-            for i in range(n):
-                offset = offsets[i]
-                if offset > latest:
-                    keep.append(i)
-                elif keys[i] is None:
-                    stats.invalid_removed += 1
-                elif offset < found[i]:
-                    stats.superseded_removed += 1
-                elif values[i] is not None or retain_deletes:
-                    keep.append(i)
-                else:
-                    stats.tombstones_removed += 1
-            contains_tombstones = any(values[i] is None for i in keep)
-        if keep:
+            decided = offset_map.retain_batch(batch, retain_deletes)
+            stats.superseded_removed += decided.superseded
+            stats.tombstones_removed += decided.tombstones
+            stats.invalid_removed += decided.keyless
+            kept = decided.kept
+            contains_tombstones = decided.kept_tombstone
+        if kept is None or kept:
             need_delete_horizon = (batch.magic >= MAGIC_V2 and (contains_tombstones or marker_for_empty_txn)
                                    and not batch.has_delete_horizon)
-            if len(keep) == n and not need_delete_horizon:
+            if kept is None and not need_delete_horizon:
                 data: bytes | memoryview = batch.buffer
                 chunk.add(data, batch.last_offset, batch.max_timestamp, batch.last_offset)
                 stats.messages_written += n
                 stats.bytes_written += batch.size_in_bytes
                 return
+            if kept is None:
+                c = batch.decode_columns()
+                kept = list(zip(c.offsets, c.timestamps, c.keys, c.values, c.headers, strict=True))
             if need_delete_horizon:
                 delete_horizon = current_time + delete_retention_ms
             else:
                 delete_horizon = batch.delete_horizon_ms
-            rebuilt, max_timestamp, shallow = self._rebuild(batch, columns, keep, delete_horizon)
-            chunk.add(rebuilt, offsets[keep[-1]], max_timestamp, shallow)
-            stats.messages_written += len(keep)
+            rebuilt, max_timestamp, shallow = self._rebuild(batch, kept, delete_horizon)
+            chunk.add(rebuilt, kept[-1][0], max_timestamp, shallow)
+            stats.messages_written += len(kept)
             stats.bytes_written += len(rebuilt)
         elif retention is BatchRetention.RETAIN_EMPTY:
             empty = self._empty_batch(batch)
@@ -405,7 +390,7 @@ class Cleaner:
             stats.aborted_removed += count
 
     @staticmethod
-    def _rebuild(batch: RecordBatch, columns: RecordColumns, keep: list[int], delete_horizon_ms: int
+    def _rebuild(batch: RecordBatch, kept: list[RetainedRecord], delete_horizon_ms: int
                  ) -> tuple[bytes, int, int]:
         """The kept records as a new batch of the same kind: the same base offset, last offset (so the
         producer's last sequence stays), producer fields, epoch, codec and timestamp type (Kafka's
@@ -413,18 +398,17 @@ class Cleaner:
         magic = batch.magic
         ts_type = batch.timestamp_type
         log_append_time = batch.max_timestamp if ts_type is TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
-        offsets, timestamps, keys, values, headers = (columns.offsets, columns.timestamps, columns.keys,
-                                                      columns.values, columns.headers)
         if magic >= MAGIC_V2:
             builder = MemoryRecordsBuilder(
                 magic, batch.compression_type, ts_type, batch.base_offset, log_append_time,
                 batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.is_transactional,
                 batch.is_control, batch.partition_leader_epoch, delete_horizon_ms=delete_horizon_ms)
         else:
-            builder = MemoryRecordsBuilder(magic, batch.compression_type, ts_type, offsets[keep[0]],
+            builder = MemoryRecordsBuilder(magic, batch.compression_type, ts_type, kept[0][0],
                                            log_append_time)
-        for i in keep:
-            builder.append_retained(offsets[i], timestamps[i], keys[i], values[i], headers[i])
+        append = builder.append_retained
+        for offset, timestamp, key, value, headers in kept:
+            append(offset, timestamp, key, value, headers)
         if magic >= MAGIC_V2:
             builder.override_last_offset(batch.last_offset)
         info = builder.info()

@@ -19,7 +19,6 @@ class CleanerConfig:
     dedupe_buffer_size: int = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size (shared by the threads)
     dedupe_buffer_load_factor: float = 0.9       # log.cleaner.io.buffer.load.factor
     io_buffer_size: int = 512 * 1024             # log.cleaner.io.buffer.size
-    max_message_size: int = 1024 * 1024 + 12     # message.max.bytes: the largest batch a read must hold
     backoff_ms: int = 15_000                     # log.cleaner.backoff.ms
     enable_cleaner: bool = True                  # log.cleaner.enable
 
@@ -30,7 +29,7 @@ class CleanerConfig:
         if self.dedupe_buffer_size // self.num_threads < MIN_DEDUPE_BUFFER_PER_THREAD:
             raise InvalidConfigError(
                 "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.")
-        if not 0.1 <= self.dedupe_buffer_load_factor <= 0.9:
+        if not self.dedupe_buffer_load_factor > 0:
             raise InvalidConfigError(f"Invalid value {self.dedupe_buffer_load_factor} for configuration "
                                      "log.cleaner.io.buffer.load.factor")
         if self.io_buffer_size < 0 or self.backoff_ms < 0:
@@ -72,7 +71,6 @@ class CleanerConfig:
             dedupe_buffer_load_factor=number("log.cleaner.io.buffer.load.factor",
                                              d.dedupe_buffer_load_factor),
             io_buffer_size=integer("log.cleaner.io.buffer.size", d.io_buffer_size),
-            max_message_size=integer("message.max.bytes", d.max_message_size),
             backoff_ms=integer("log.cleaner.backoff.ms", d.backoff_ms),
             enable_cleaner=d.enable_cleaner if enable is None else enable.lower() == "true",
         )

@@ -72,10 +72,11 @@ def compact_logs(manager: LogManager, topic: str | None = None, *, config: Clean
         targets = [p for p in manager.logs() if p.config.compact]
     if manager.cleaner is not None:
         raise KafkaStorageError("The background log cleaner is running on this data directory")
-    logs = {(t.topic, t.partition): t for t in targets}
-    cleaner_manager = LogCleanerManager(manager.data_dir, lambda: logs, time=manager.time)
+    # Every log of the directory is live for the checkpoint (its entries for other topics stay).
+    live = {(p.topic, p.partition): p for p in manager.logs()}
+    cleaner_manager = LogCleanerManager(manager.data_dir, lambda: live, time=manager.time)
     cleaner = Cleaner(offset_map if offset_map is not None else OffsetMap(config.map_memory_per_thread),
-                      io_buffer_size=config.io_buffer_size, max_io_buffer_size=config.max_message_size,
+                      io_buffer_size=config.io_buffer_size,
                       dup_buffer_load_factor=config.dedupe_buffer_load_factor, time=manager.time)
     results = []
     for done, target in enumerate(targets):

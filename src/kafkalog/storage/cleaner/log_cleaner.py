@@ -40,8 +40,9 @@ class CleanerThread:
     def __init__(self, cleaner_id: int, owner: LogCleaner) -> None:
         self._owner = owner
         config = owner.config
-        self.cleaner = Cleaner(OffsetMap(config.map_memory_per_thread), io_buffer_size=config.io_buffer_size,
-                               max_io_buffer_size=config.max_message_size,
+        # Kafka shares log.cleaner.io.buffer.size between the threads, as it does the dedupe buffer.
+        self.cleaner = Cleaner(OffsetMap(config.map_memory_per_thread),
+                               io_buffer_size=config.io_buffer_size // config.num_threads,
                                dup_buffer_load_factor=config.dedupe_buffer_load_factor, time=owner.time,
                                check_done=owner.check_done, cleaner_id=cleaner_id)
         self.thread = threading.Thread(target=self._run, name=f"kafka-log-cleaner-thread-{cleaner_id}",
@@ -90,6 +91,12 @@ class CleanerThread:
             raise
         except LogCleaningAbortedError:
             log.info("Cleaning of %s-%d aborted", *tp)
+            return None
+        except (KafkaLogError, OSError) as e:
+            # Kafka marks the partition uncleanable and goes on with the others.
+            log.error("Cleaning of %s-%d failed; it is not cleaned again until the directory is reloaded: %s",
+                      tp[0], tp[1], e)
+            self._owner.manager.mark_uncleanable(tp)
             return None
         finally:
             self._owner.manager.done_cleaning(tp, end_offset)

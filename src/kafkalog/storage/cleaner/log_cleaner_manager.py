@@ -101,6 +101,9 @@ class LogCleanerManager:
         self._time = time
         self._lock = threading.Condition()
         self._in_progress: dict[TopicPartition, LogCleaningState] = {}
+        # Partitions whose cleaning failed (corrupt data, I/O): skipped until the directory is
+        # reloaded, as Kafka's uncleanable partitions are.
+        self._uncleanable: set[TopicPartition] = set()
         self._checkpoint = OffsetCheckpointFile(self._dir / CLEANER_OFFSET_CHECKPOINT_FILE)
         self.dirtiest_log_cleanable_ratio = 0.0
         self.time_of_last_run = -1
@@ -147,7 +150,7 @@ class LogCleanerManager:
             last_clean = self.all_cleaner_checkpoints()
             candidates: list[LogToClean] = []
             for tp, target in self._logs().items():
-                if not target.config.compact or tp in self._in_progress:
+                if not target.config.compact or tp in self._in_progress or tp in self._uncleanable:
                     continue
                 offsets = cleanable_offsets(target, last_clean.get(tp), now)
                 if offsets.force_update_checkpoint:
@@ -190,15 +193,27 @@ class LogCleanerManager:
             return ltc
 
     def deletable_logs(self) -> list[tuple[TopicPartition, Log]]:
-        """Logs with ``compact,delete`` whose retention the cleaner thread runs (marked in progress)."""
+        """Compacted logs whose retention the cleaner thread runs, marked in progress (Kafka's
+        ``deletableLogs``: for ``compact`` alone that is the log start offset rule and the removal of
+        swapped-out segments; ``compact,delete`` adds time and size retention)."""
         with self._lock:
             chosen = [(tp, target) for tp, target in self._logs().items()
-                      if target.config.compact and target.config.delete and tp not in self._in_progress]
+                      if target.config.compact and tp not in self._in_progress
+                      and tp not in self._uncleanable]
             for tp, _ in chosen:
                 self._in_progress[tp] = LogCleaningState.IN_PROGRESS
             return chosen
 
     # --- state ------------------------------------------------------------------------------------
+
+    def mark_uncleanable(self, tp: TopicPartition) -> None:
+        with self._lock:
+            self._uncleanable.add(tp)
+
+    @property
+    def uncleanable_partitions(self) -> set[TopicPartition]:
+        with self._lock:
+            return set(self._uncleanable)
 
     def cleaning_state(self, tp: TopicPartition) -> LogCleaningState | None:
         with self._lock:

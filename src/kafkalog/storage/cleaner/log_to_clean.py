@@ -44,8 +44,7 @@ class LogToClean:
 
     def __post_init__(self) -> None:
         segments = self.log.segments
-        clean = sum(s.size_in_bytes for s in segments.values(-1, self.first_dirty_offset)) \
-            if self.first_dirty_offset > -1 else 0
+        clean = sum(s.size_in_bytes for s in segments.values(-1, self.first_dirty_offset))
         first_uncleanable, cleanable = calculate_cleanable_bytes(
             self.log, self.first_dirty_offset, self.uncleanable_offset)
         object.__setattr__(self, "clean_bytes", clean)
