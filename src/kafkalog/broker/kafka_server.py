@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog.broker.config import KafkaConfig
-from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR, group_coordinator
+from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR
 from kafkalog.broker.kafka_apis import BrokerEndpoint, KafkaApis
 from kafkalog.broker.metadata_cache import MetadataCache
 from kafkalog.broker.producer_id_manager import ProducerIdManager
@@ -97,7 +97,6 @@ class KafkaServer:
             advertised = config.advertised_listener
             adv_port = advertised[1] if advertised is not None and advertised[1] else self.bound_port
             self.apis.endpoint = BrokerEndpoint(config.node_id, self.advertised_host, adv_port)
-            group_coordinator(self.apis)
         except BaseException:
             await loop.run_in_executor(None, self.log_manager.close)
             raise
