@@ -85,6 +85,9 @@ class KafkaServer:
                 meta.cluster_id,
                 BrokerEndpoint(config.node_id, "", port),
             )
+            coordinator = self.apis.components.get(GROUP_COORDINATOR)
+            if coordinator is not None:
+                coordinator.startup()  # groups from __consumer_offsets, before the first request
             socket_server = SocketServer(
                 self.apis,
                 max_request_bytes=config.socket_request_max_bytes,

@@ -88,6 +88,10 @@ class GroupCoordinator:
     def manager(self) -> Any:
         return self._components.get("group_metadata_manager")
 
+    def startup(self) -> None:
+        """Load the stored groups now (``KafkaServer.startup``, once every component exists)."""
+        self._ensure_loaded()
+
     def _ensure_loaded(self) -> None:
         """Rebuild the groups ``__consumer_offsets`` holds, once, before serving (Kafka's
         ``onElection`` → ``loadGroupsForPartition``): groups with members come back Stable."""
