@@ -169,6 +169,11 @@ class ReplicaManager:
                 if not fut.done():
                     fut.set_result(None)
 
+    def wake(self, topic: str, partition: int) -> None:
+        """Complete the fetches parked on a partition another component appended to (the group
+        coordinator writing ``__consumer_offsets``)."""
+        self._wake(TopicPartition(topic, partition))
+
     def wake_all(self) -> None:
         """Complete every parked fetch now (shutdown, topic deletion)."""
         for tp in list(self._waiters):
