@@ -26,6 +26,7 @@ demo: install check-java
 
 test: install check-java
 	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/mypy src
 	$(BIN)/python -m pytest -q
 	@echo "== again on the pure-Python record walk (what runs where the C extension cannot be built)"
 	KAFKALOG_PURE_PYTHON=1 $(BIN)/python -m pytest -q tests/records tests/storage tests/test_cli*.py
@@ -35,6 +36,7 @@ bench: install check-java
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/mypy src
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache demo-data

@@ -219,6 +219,16 @@ def test_dump_index_checks(kafka_golden_dir: Path, tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr
 
 
+def test_dump_time_index_without_its_offset_index(kafka_golden_dir: Path, tmp_path: Path,
+                                                  expected: dict) -> None:
+    segment = copy_segment(kafka_golden_dir / "s1_v2_single" / "rolled", tmp_path / "seg")
+    (segment / f"{SEGMENT_0}.index").unlink()  # the log is then scanned from its start
+    result = run("dump-log", segment / f"{SEGMENT_0}.timeindex")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    last = result.stdout.splitlines()[-1]
+    assert last == "timestamp: {} offset: {}".format(*expected["s1_rolled_time_index_last"])
+
+
 def test_dump_txn_index_and_snapshot_text(kafka_golden_dir: Path) -> None:
     result = run("dump-log", kafka_golden_dir / f"s6_{SEGMENT_100}.txnindex",
                  kafka_golden_dir / "s6_00000000000000000108.snapshot")

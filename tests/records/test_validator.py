@@ -427,9 +427,17 @@ def test_timestamps_out_of_range(magic: int, codec: CompressionType) -> None:
 
 def test_timestamps_are_not_checked_on_log_append_time_topics_or_without_timestamp() -> None:
     far = [SimpleRecord(b"x", b"k", 5)]
-    validate(build(2, NONE, far), timestamp_type=APPEND, timestamp_before_max_ms=1, timestamp_after_max_ms=1)
-    validate(build(0, NONE, far), target_magic=0, timestamp_before_max_ms=1)  # v0: no timestamp
-    validate(build(2, NONE, [SimpleRecord(b"x", b"k", NO_TIMESTAMP)]), timestamp_before_max_ms=1)
+    # LogAppendTime: the broker's clock replaces the far-off timestamp.
+    appended = validate(build(2, NONE, far), timestamp_type=APPEND, timestamp_before_max_ms=1,
+                        timestamp_after_max_ms=1)
+    assert appended.max_timestamp == NOW
+    assert [r.timestamp for r in appended.validated_records.records()] == [NOW]
+    # v0 has no timestamp to check; a v2 record may carry none (-1).
+    untimed = [SimpleRecord(b"x", b"k", NO_TIMESTAMP)]
+    for result in (validate(build(0, NONE, far), target_magic=0, timestamp_before_max_ms=1),
+                   validate(build(2, NONE, untimed), timestamp_before_max_ms=1)):
+        assert result.max_timestamp == NO_TIMESTAMP
+        assert [(r.offset, r.value) for r in result.validated_records.records()] == [(100, b"x")]
 
 
 def test_timestamp_and_key_errors_together_are_a_timestamp_error() -> None:

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from kafkalog.errors import KafkaLogError
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Every test in tests/spark is a Spark test, so that -m "not spark" leaves them all out. Conftest
+    # hooks see the whole session's items: only those collected from this directory are marked.
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from kafkalog.errors import InvalidRecordError
 from kafkalog.records.memory import MemoryRecords
 from kafkalog.records.types import CompressionType, Header, RecordColumns, SimpleRecord, TimestampType
 from kafkalog.spark.arrow import ColumnBuilder, arrow_schema, spark_schema
@@ -105,7 +106,7 @@ def test_same_batches_from_both_walkers():
 def test_timestamp_beyond_spark_range_is_one_clear_error(use_native):
     b = ColumnBuilder("t", 0, include_headers=False, use_native=use_native)
     b.add_columns(RecordColumns([0], [2**62], TimestampType.CREATE_TIME, [None], [b"v"], [()], [-1], []))
-    with pytest.raises(Exception, match="cannot be represented as a Spark timestamp"):
+    with pytest.raises(InvalidRecordError, match="cannot be represented as a Spark timestamp"):
         b.build()
 
 

@@ -179,22 +179,25 @@ def test_bad_values_name_key_and_reason(name: str, value: object, reason: str) -
 
 
 @pytest.mark.parametrize(
-    ("name", "value"),
+    ("name", "value", "parsed"),
     [
-        ("segment.bytes", "14"),
-        ("compression.gzip.level", "-1"),
-        ("compression.gzip.level", "9"),
-        ("compression.zstd.level", "-131072"),
-        ("compression.lz4.level", "17"),
-        ("retention.bytes", "-12345"),  # no lower bound
-        ("cleanup.policy", ""),
-        ("min.cleanable.dirty.ratio", "1"),
-        ("min.cleanable.dirty.ratio", "1e-4"),
-        ("message.format.version", "0.10.2.1"),
+        ("segment.bytes", "14", 14),
+        ("compression.gzip.level", "-1", -1),
+        ("compression.gzip.level", "9", 9),
+        ("compression.zstd.level", "-131072", -131072),
+        ("compression.lz4.level", "17", 17),
+        ("retention.bytes", "-12345", -12345),  # no lower bound
+        ("cleanup.policy", "", ()),
+        ("min.cleanable.dirty.ratio", "1", 1.0),
+        ("min.cleanable.dirty.ratio", "1e-4", 1e-4),
+        ("message.format.version", "0.10.2.1", "0.10.2.1"),
     ],
 )
-def test_edge_values_kafka_accepts(name: str, value: str) -> None:
-    LogConfig.from_props({name: value})
+def test_edge_values_kafka_accepts(name: str, value: str, parsed: object) -> None:
+    config = LogConfig.from_props({name: value})
+    assert config.get(name) == parsed
+    assert name in config.overridden
+    assert LogConfig.from_props(config.overridden_props()) == config  # and it is stored as Kafka would
 
 
 def test_unknown_config_name() -> None:

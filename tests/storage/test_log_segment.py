@@ -11,6 +11,7 @@ import pytest
 
 from kafkalog.clock import MockTime
 from kafkalog.errors import (
+    CorruptIndexError,
     IllegalArgumentError,
     KafkaStorageError,
     LogSegmentOffsetOverflowError,
@@ -591,7 +592,7 @@ def test_sanity_check(tmp_path: Path) -> None:
     with LogSegment.open(tmp_path, 10, max_index_size=1200) as seg:
         seg.offset_index  # noqa: B018
         transaction_index_file(tmp_path, 10).write_bytes(AbortedTxn(1, 0, 5, 0).to_bytes())
-        with pytest.raises(Exception, match="less than start offset"):
+        with pytest.raises(CorruptIndexError, match="less than start offset"):
             seg.sanity_check(time_index_file_newly_created=False)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog.broker.config import KafkaConfig
-from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR, group_coordinator
+from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR
 from kafkalog.broker.kafka_apis import BrokerEndpoint, KafkaApis
 from kafkalog.broker.metadata_cache import MetadataCache
 from kafkalog.broker.producer_id_manager import ProducerIdManager
@@ -85,6 +85,9 @@ class KafkaServer:
                 meta.cluster_id,
                 BrokerEndpoint(config.node_id, "", port),
             )
+            coordinator = self.apis.components.get(GROUP_COORDINATOR)
+            if coordinator is not None:
+                coordinator.startup()  # groups from __consumer_offsets, before the first request
             socket_server = SocketServer(
                 self.apis,
                 max_request_bytes=config.socket_request_max_bytes,
@@ -97,7 +100,6 @@ class KafkaServer:
             advertised = config.advertised_listener
             adv_port = advertised[1] if advertised is not None and advertised[1] else self.bound_port
             self.apis.endpoint = BrokerEndpoint(config.node_id, self.advertised_host, adv_port)
-            group_coordinator(self.apis)
         except BaseException:
             await loop.run_in_executor(None, self.log_manager.close)
             raise

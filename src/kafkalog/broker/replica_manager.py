@@ -174,6 +174,37 @@ class ReplicaManager:
         for tp in list(self._waiters):
             self._wake(tp)
 
+    # --- admin ---------------------------------------------------------------------------------
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete every partition of ``topic`` (Kafka's ``stopReplicas`` with delete): parked fetches
+        on it are woken, read again and answer UNKNOWN_TOPIC_OR_PARTITION."""
+        self._log_manager.delete_topic(topic)
+        for tp in [tp for tp in self._waiters if tp.topic == topic]:
+            self._wake(tp)
+
+    def delete_records(
+        self, offsets: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, tuple[ErrorCode, int]]:
+        """Kafka's ``deleteRecords``: raise each partition's log start offset to the requested offset
+        (-1: the high watermark) and delete the segments wholly below it; (error, low watermark)."""
+        results: dict[TopicPartition, tuple[ErrorCode, int]] = {}
+        for tp, offset in offsets.items():
+            try:
+                partition_log = self.get_log(tp)
+                target = partition_log.high_watermark if offset == -1 else offset
+                if target < 0:
+                    results[tp] = (ErrorCode.offset_out_of_range, -1)
+                    continue
+                partition_log.delete_records_before(target)
+                results[tp] = (ErrorCode.none, partition_log.log_start_offset)
+            except KafkaLogError as e:
+                results[tp] = (error_code_for(e), -1)
+            except Exception:
+                log.exception("Error deleting records of %s before %d", tp, offset)
+                results[tp] = (ErrorCode.unknown_server_error, -1)
+        return results
+
     def shutdown(self) -> None:
         self._shutting_down = True
         self.wake_all()

@@ -109,6 +109,24 @@ class RecordBatch:
         "_seq",
         "_size",
     )
+    # The header fields, as unpacked from the entry (declared for the type checker; slots hold them).
+    _attrs: int
+    _base_ts: int
+    _buf: memoryview
+    _count: int | None  # None: a v2 entry too short to hold a header
+    _crc: int
+    _epoch: int
+    _inner: tuple[int, int] | None
+    _last_delta: int
+    _loader: Callable[[], BytesLike] | None
+    _magic: int
+    _max_ts: int
+    _offset: int
+    _pid: int
+    _pos: int
+    _producer_epoch: int
+    _seq: int
+    _size: int
 
     def __init__(
         self,
@@ -149,7 +167,7 @@ class RecordBatch:
             magic -= 256
         self._magic = magic
         # (base offset, record count) of a legacy compressed wrapper, once decompressed
-        self._inner: tuple[int, int] | None = None
+        self._inner = None
         if magic >= MAGIC_V2:
             if total < RECORD_BATCH_OVERHEAD or len(view) < RECORD_BATCH_OVERHEAD:
                 if total >= RECORD_BATCH_OVERHEAD:
@@ -204,12 +222,15 @@ class RecordBatch:
             self._loader = None
         return self._buf
 
-    def _v2(self) -> None:
-        if self._count is None:
+    def _v2(self) -> int:
+        """The record count of a v2 batch whose header could be read; CorruptRecordError otherwise."""
+        count = self._count
+        if count is None:
             raise CorruptRecordError(
                 f"Record batch at position {self._pos} (offset {self._offset}) is corrupt: its size "
                 f"{self._size} is smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD}"
             )
+        return count
 
     # --- basic shape ------------------------------------------------------------------------------
 
@@ -447,7 +468,7 @@ class RecordBatch:
         """Every record of the batch as parallel lists (fast path for bulk readers)."""
         magic = self._magic
         if magic == MAGIC_V2:
-            self._v2()
+            count = self._v2()
             return default_batch.decode_columns(
                 self._full(),
                 self._pos,
@@ -456,7 +477,7 @@ class RecordBatch:
                 base_timestamp=self._base_ts,
                 max_timestamp=self._max_ts,
                 base_sequence=self._seq,
-                count=self._count,
+                count=count,
             )
         if magic in (MAGIC_V0, MAGIC_V1):
             if self._size - LOG_OVERHEAD < legacy_record_overhead(magic):
@@ -477,14 +498,14 @@ class RecordBatch:
         (timestamp range, null keys, offset deltas); no object per record with the C walker."""
         if self._magic != MAGIC_V2:
             raise InvalidRecordError(f"summarize() needs a magic v2 batch, not magic {self._magic}")
-        self._v2()
+        count = self._v2()
         return default_batch.summarize_records(
             self._full(),
             self._pos,
             base_offset=self._offset,
             attributes=self._attrs,
             base_timestamp=self._base_ts,
-            count=self._count,
+            count=count,
         )
 
     def records(self) -> Iterator[Record]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from kafkalog.errors import InvalidRecordError
 from kafkalog.records import default_batch
@@ -78,7 +78,7 @@ class _Impl(Protocol):
                  keys: list[bytes | None], values: list[bytes | None],
                  headers: list[tuple[Header, ...]]) -> None: ...
 
-    def take(self) -> tuple: ...
+    def take(self) -> tuple[Any, ...]: ...
 
     def __len__(self) -> int: ...
 
@@ -102,8 +102,12 @@ class ColumnAccumulator:
         elif use_native and native is None:
             raise RuntimeError("the C record walker (kafkalog.records._native) is not available")
         self.include_headers = include_headers
-        self._impl: _Impl = native.ColumnAccumulator(include_headers) if use_native else _PyAccumulator(
-            include_headers)
+        self._impl: _Impl
+        if use_native:
+            assert native is not None  # checked above
+            self._impl = native.ColumnAccumulator(include_headers)
+        else:
+            self._impl = _PyAccumulator(include_headers)
 
     def __len__(self) -> int:
         return len(self._impl)
@@ -168,11 +172,11 @@ class ColumnAccumulator:
 # --- the pure-Python accumulator -----------------------------------------------------------------
 
 
-def _bytes_view(numbers: array) -> memoryview:
+def _bytes_view(numbers: array[int]) -> memoryview:
     return memoryview(numbers).cast("B")
 
 
-def _truncate_rows(validity: bytearray, offsets: array, rows: int) -> int:
+def _truncate_rows(validity: bytearray, offsets: array[int], rows: int) -> int:
     """Cut a column's validity bitmap and offsets back to ``rows`` rows; returns how many of the
     dropped rows were null."""
     dropped_nulls = sum(not validity[i >> 3] >> (i & 7) & 1 for i in range(rows, len(offsets) - 1))
@@ -250,7 +254,7 @@ class _PyHeaders:
             self.values.truncate(items)
             self.nulls -= _truncate_rows(self.validity, self.offsets, rows)
 
-    def take(self) -> tuple:
+    def take(self) -> tuple[Any, ...]:
         return (self.validity, self.nulls, _bytes_view(self.offsets), self.keys.take(), self.values.take())
 
 
@@ -290,8 +294,11 @@ class _PyAccumulator:
             raise ValueError(str(e), -1) from None
         keep = [i for i, o in enumerate(offsets) if start <= o < end]
         if len(keep) != len(offsets):
-            offsets, timestamps, keys, values, headers = (
-                [col[i] for i in keep] for col in (offsets, timestamps, keys, values, headers))
+            offsets = [offsets[i] for i in keep]
+            timestamps = [timestamps[i] for i in keep]
+            keys = [keys[i] for i in keep]
+            values = [values[i] for i in keep]
+            headers = [headers[i] for i in keep]
         self.add_rows(offsets, timestamps, [timestamp_type] * len(offsets), keys, values, headers)
         return len(offsets)
 
@@ -319,7 +326,7 @@ class _PyAccumulator:
             raise
         self._rows += n
 
-    def take(self) -> tuple:
+    def take(self) -> tuple[Any, ...]:
         headers = self._headers.take() if self._include_headers else None
         # Writable byte views, like the C accumulator's bytearrays (readers may convert in place).
         out = (self._rows, _bytes_view(self._offsets), _bytes_view(self._timestamps),

@@ -21,6 +21,7 @@ import struct
 import threading
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 import cramjam
 import xxhash
@@ -194,7 +195,7 @@ def _lz4_compress(data: BytesLike, magic: int, level: int | None) -> bytes:
     hc = _lz4_header_checksum(_LZ4_MAGIC + flg_bd if magic == MAGIC_V0 else flg_bd)
     parts = [_LZ4_MAGIC, flg_bd, bytes((hc,))]
     if level is None:
-        kwargs: dict[str, object] = {}
+        kwargs: dict[str, Any] = {}
     else:
         if not 1 <= level <= 17:
             raise UnsupportedCompressionTypeError(f"lz4 compression level {level} is not in 1..17")

@@ -24,7 +24,7 @@ from crc32c import crc32c
 
 from kafkalog.errors import CorruptRecordError, InvalidRecordError
 from kafkalog.records import compression
-from kafkalog.records.native import native
+from kafkalog.records.native import native as native  # validator reads default_batch.native
 from kafkalog.records.types import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
@@ -391,13 +391,14 @@ def decode_columns(
     data, start = records_area(entry, attributes, where)
     log_append_time = max_timestamp if ts_type is TimestampType.LOG_APPEND_TIME else None
     if native is not None:
-        decode = decode_records_area_native
+        offsets, timestamps, keys, values, headers, deltas = decode_records_area_native(
+            data, start, count, base_offset, base_timestamp, log_append_time, where
+        )
     else:
-        decode = decode_records_area
-        data = bytes(data)  # the Python walk slices keys and values out of it: they must be bytes
-    offsets, timestamps, keys, values, headers, deltas = decode(
-        data, start, count, base_offset, base_timestamp, log_append_time, where
-    )
+        # The Python walk slices keys and values out of the data: they must be bytes.
+        offsets, timestamps, keys, values, headers, deltas = decode_records_area(
+            bytes(data), start, count, base_offset, base_timestamp, log_append_time, where
+        )
     if base_sequence >= 0:
         sequences = [increment_sequence(base_sequence, d) for d in deltas]
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from kafkalog.clock import SYSTEM_TIME
 from kafkalog.errors import (
@@ -130,6 +131,8 @@ class MemoryRecords:
 
     __slots__ = ("_buf", "_valid_bytes")
 
+    EMPTY: ClassVar[MemoryRecords]  # no records (set below the class)
+
     def __init__(self, buffer: BytesLike = b"") -> None:
         self._buf = _as_byte_view(buffer)
         self._valid_bytes = -1
@@ -246,7 +249,7 @@ class MemoryRecords:
         return builder.build()
 
 
-MemoryRecords.EMPTY = MemoryRecords(b"")  # type: ignore[attr-defined]
+MemoryRecords.EMPTY = MemoryRecords(b"")
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,10 +587,10 @@ def _sequences(
     headers: Sequence[Iterable[Header] | None] | None,
 ) -> _Columns:
     """``append_many``'s arguments as indexable sequences of one length (iterators are read once)."""
-    ts, ks, vs, hs = (
-        a if a is None or isinstance(a, (list, tuple)) else list(a)
-        for a in (timestamps, keys, values, headers)
-    )
+    ts = timestamps if isinstance(timestamps, (list, tuple)) else list(timestamps)
+    ks = keys if isinstance(keys, (list, tuple)) else list(keys)
+    vs = values if isinstance(values, (list, tuple)) else list(values)
+    hs = headers if headers is None or isinstance(headers, (list, tuple)) else list(headers)
     n = len(ts)
     if len(ks) != n or len(vs) != n or (hs is not None and len(hs) != n):
         lengths = ", ".join(str(len(a)) for a in (ts, ks, vs, hs) if a is not None)
@@ -730,7 +733,9 @@ class _DefaultMemoryRecordsBuilder(MemoryRecordsBuilder):
     ) -> tuple[bytes, int, int]:
         assert native is not None
         first_delta = self._next - self._base_offset
-        return native.encode_v2(timestamps, keys, values, headers, self._first_ts, first_delta)
+        encoded: tuple[bytes, int, int] = native.encode_v2(timestamps, keys, values, headers,
+                                                           self._first_ts, first_delta)
+        return encoded
 
     def _add_encoded(self, encoded: tuple[bytes, int, int], timestamps: Sequence[int], count: int) -> None:
         """The builder state after ``count`` appends of the records ``encode_v2`` wrote (the first

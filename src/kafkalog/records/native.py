@@ -8,6 +8,7 @@ side by side regardless).
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
@@ -22,10 +23,10 @@ def _load() -> ModuleType | None:
     if native_disabled():
         return None
     try:
-        from kafkalog.records import _native
+        # Through importlib: the extension may not be built, and the type checker cannot see it.
+        return importlib.import_module("kafkalog.records._native")
     except ImportError:
         return None
-    return _native
 
 
 native: ModuleType | None = _load()

@@ -221,7 +221,7 @@ class RecordColumns:
         new = object.__new__
         cls = Record
         set_o, set_t, set_tt, set_k, set_v, set_h, set_s, set_c = _RECORD_SLOT_SETTERS
-        out = []
+        out: list[Record] = []
         add = out.append
         for o, t, tt, k, v, h, sq, c in zip(
             self.offsets, self.timestamps, ts_types, self.keys, self.values, self.headers, self.sequences,

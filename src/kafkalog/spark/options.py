@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from kafkalog.errors import InvalidConfigError, KafkaLogError
 
@@ -51,9 +51,9 @@ TopicPartition = tuple[str, int]
 # --- option names (canonical spelling; Spark hands them to us lower-cased) -------------------------
 
 PATH = "path"
-ASSIGN = "assign"
-SUBSCRIBE = "subscribe"
-SUBSCRIBE_PATTERN = "subscribePattern"
+ASSIGN: Final = "assign"
+SUBSCRIBE: Final = "subscribe"
+SUBSCRIBE_PATTERN: Final = "subscribePattern"
 STRATEGY_OPTIONS = (ASSIGN, SUBSCRIBE, SUBSCRIBE_PATTERN)
 STARTING_OFFSETS = "startingOffsets"
 ENDING_OFFSETS = "endingOffsets"

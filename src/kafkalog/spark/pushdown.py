@@ -160,7 +160,8 @@ def split_filters(filters: Iterable[object]) -> tuple[Constraints, list[object]]
                 lo = None if us is None else us // 1000 + 1
             elif isinstance(f, In):
                 uss = [_timestamp_us(v) for v in value] if isinstance(value, (list, tuple)) else [None]
-                lo = None if not uss or any(u is None for u in uss) else _ceil_ms(min(uss))  # type: ignore[type-var]
+                known = [u for u in uss if u is not None]
+                lo = None if not uss or len(known) != len(uss) else _ceil_ms(min(known))
             else:
                 lo = None
             if lo is not None:

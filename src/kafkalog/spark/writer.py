@@ -237,7 +237,8 @@ class _Pending:
 def _binary_list(col: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         col = pc.cast(col, pa.binary() if pa.types.is_string(col.type) else pa.large_binary())
-    return col.to_pylist()
+    values: list[bytes | None] = col.to_pylist()
+    return values
 
 
 class _WriteTask:
@@ -266,9 +267,12 @@ class _WriteTask:
             return
         names = {name.lower(): i for i, name in enumerate(rb.schema.names)}
 
-        def column(name: str) -> pa.Array | None:
+        def column(name: str) -> pa.Array:
+            # Only columns the layout says are there are asked for.
             i = names.get(name)
-            return None if i is None else rb.column(i)
+            if i is None:
+                raise InvalidRecordError(f"kafkalog sink: the rows have no '{name}' column")
+            return rb.column(i)
 
         values = _binary_list(column("value"))
         keys = _binary_list(column("key")) if self.layout.has_key else [None] * n

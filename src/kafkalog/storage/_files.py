@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kafkalog.errors import KafkaStorageError
 
-__all__ = ["delete_file_if_exists", "fsync_directory", "replace_file", "write_file_atomically"]
+__all__ = ["delete_file_if_exists", "fsync_directory", "replace_file", "write_file", "write_file_atomically"]
 
 
 def _describe(what: str, path: Path) -> str:
@@ -58,6 +58,15 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
+def write_file(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Write ``data`` to ``path`` in place, fsync'ed when ``sync``; ``OSError`` is the caller's to word."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        if sync:
+            os.fsync(f.fileno())
+
+
 def write_file_atomically(path: Path | str, data: bytes, *, sync: bool = True) -> None:
     """Write ``<path>.tmp``, fsync it, rename it over ``path`` and fsync the directory.
 
@@ -66,11 +75,7 @@ def write_file_atomically(path: Path | str, data: bytes, *, sync: bool = True) -
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            if sync:
-                os.fsync(f.fileno())
+        write_file(tmp, data, sync=sync)
         os.replace(tmp, path)
         if sync:
             fsync_directory(path.parent)

@@ -41,6 +41,7 @@ import mmap
 import os
 import struct
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,8 @@ _TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _MADV_RANDOM: Final = getattr(mmap, "MADV_RANDOM", None)  # not on every platform
+# What an index reads entries from: its writable map, or the bytes a read-only index was read into.
+IndexBuffer = mmap.mmap | bytes | bytearray
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +245,7 @@ def _round_down_to_exact_multiple(number: int, factor: int) -> int:
     return factor * quotient
 
 
-class AbstractIndex:
+class AbstractIndex(ABC):
     """What the offset and time indexes share: the mapped file, its size, entry count and searches.
 
     ``max_index_size`` only matters when the file is created (or on ``reset``); an existing file keeps
@@ -260,7 +263,7 @@ class AbstractIndex:
         self._writable = writable
         self._lock = threading.RLock()
         self._remap_lock = threading.RLock()
-        self._mm: mmap.mmap | None = None
+        self._mm: IndexBuffer | None = None
         self._closed = False
         self._length = 0
         self._max_entries = 0
@@ -345,9 +348,14 @@ class AbstractIndex:
         self._max_entries = length // size
         self._entries = count
 
-    def _count_valid_prefix(self, mm: mmap.mmap, limit: int) -> int:
+    @abstractmethod
+    def _count_valid_prefix(self, mm: IndexBuffer, limit: int) -> int:
         """How many leading entries look real (read-only opens; see the module docstring)."""
-        raise NotImplementedError
+
+    @abstractmethod
+    def _offset_at(self, mm: IndexBuffer, n: int) -> int:
+        """The absolute offset of entry ``n`` (the key of offset-index searches, the value of time-index
+        entries)."""
 
     def _unmap(self) -> None:
         mm, self._mm = self._mm, None
@@ -498,18 +506,20 @@ class AbstractIndex:
             self._entries = entries
             self._after_truncate()
 
+    @abstractmethod
     def _after_truncate(self) -> None:
         """Refresh cached last-entry state after the entry count went down."""
 
+    @abstractmethod
     def sanity_check(self) -> None:
-        raise NotImplementedError
+        """CorruptIndexError if the file fails Kafka's sanity check."""
 
     # --- file lifecycle -----------------------------------------------------------------------
 
     def flush(self) -> None:
         with self._lock:
             self._check_open()
-            if self._mm is not None and self._writable:
+            if isinstance(self._mm, mmap.mmap) and self._writable:
                 try:
                     self._mm.flush()
                 except OSError as e:
@@ -567,12 +577,12 @@ class AbstractIndex:
 
     # --- searching ----------------------------------------------------------------------------
 
-    def _reader_map(self) -> mmap.mmap | None:
+    def _reader_map(self) -> IndexBuffer | None:
         """The map for a lookup; caller holds ``_remap_lock``."""
         self._check_open()
         return self._mm
 
-    def _slot_for(self, mm: mmap.mmap | None, entries: int, read: Callable[[mmap.mmap, int], int],
+    def _slot_for(self, mm: IndexBuffer | None, entries: int, read: Callable[[IndexBuffer, int], int],
                   target: int, smallest_upper_bound: bool) -> int:
         """Kafka's indexSlotRangeFor: warm section first, then the cold part; -1 when nothing fits."""
         if entries == 0 or mm is None:
@@ -586,7 +596,7 @@ class AbstractIndex:
         return self._binary_search(mm, entries, read, target, smallest_upper_bound, 0, first_hot)
 
     @staticmethod
-    def _binary_search(mm: mmap.mmap, entries: int, read: Callable[[mmap.mmap, int], int], target: int,
+    def _binary_search(mm: IndexBuffer, entries: int, read: Callable[[IndexBuffer, int], int], target: int,
                        smallest_upper_bound: bool, lo: int, hi: int) -> int:
         while lo < hi:
             mid = (lo + hi + 1) >> 1
@@ -622,18 +632,20 @@ class OffsetIndex(AbstractIndex):
         self._last_offset = self._last_entry().offset
 
     # Column readers used by the searches (absolute offset = key, position = value).
-    def _offset_at(self, mm: mmap.mmap, n: int) -> int:
-        return self._base_offset + _I32.unpack_from(mm, n * 8)[0]
+    def _offset_at(self, mm: IndexBuffer, n: int) -> int:
+        relative: int = _I32.unpack_from(mm, n * 8)[0]
+        return self._base_offset + relative
 
     @staticmethod
-    def _position_at(mm: mmap.mmap, n: int) -> int:
-        return _I32.unpack_from(mm, n * 8 + 4)[0]
+    def _position_at(mm: IndexBuffer, n: int) -> int:
+        position: int = _I32.unpack_from(mm, n * 8 + 4)[0]
+        return position
 
-    def _parse_entry(self, mm: mmap.mmap, n: int) -> OffsetPosition:
+    def _parse_entry(self, mm: IndexBuffer, n: int) -> OffsetPosition:
         relative, position = _OFFSET_ENTRY.unpack_from(mm, n * 8)
         return OffsetPosition(self._base_offset + relative, position)
 
-    def _count_valid_prefix(self, mm: mmap.mmap, limit: int) -> int:
+    def _count_valid_prefix(self, mm: IndexBuffer, limit: int) -> int:
         count = 0
         prev_rel = prev_pos = -1
         for relative, position in _OFFSET_ENTRY.iter_unpack(mm[: limit * 8]):
@@ -770,17 +782,19 @@ class TimeIndex(AbstractIndex):
         self._last_entry = self._last_entry_from_file()
 
     @staticmethod
-    def _timestamp_at(mm: mmap.mmap, n: int) -> int:
-        return _I64.unpack_from(mm, n * 12)[0]
+    def _timestamp_at(mm: IndexBuffer, n: int) -> int:
+        timestamp: int = _I64.unpack_from(mm, n * 12)[0]
+        return timestamp
 
-    def _offset_at(self, mm: mmap.mmap, n: int) -> int:
-        return self._base_offset + _I32.unpack_from(mm, n * 12 + 8)[0]
+    def _offset_at(self, mm: IndexBuffer, n: int) -> int:
+        relative: int = _I32.unpack_from(mm, n * 12 + 8)[0]
+        return self._base_offset + relative
 
-    def _parse_entry(self, mm: mmap.mmap, n: int) -> TimestampOffset:
+    def _parse_entry(self, mm: IndexBuffer, n: int) -> TimestampOffset:
         timestamp, relative = _TIME_ENTRY.unpack_from(mm, n * 12)
         return TimestampOffset(timestamp, self._base_offset + relative)
 
-    def _count_valid_prefix(self, mm: mmap.mmap, limit: int) -> int:
+    def _count_valid_prefix(self, mm: IndexBuffer, limit: int) -> int:
         count = 0
         prev_ts = prev_rel = -1
         for timestamp, relative in _TIME_ENTRY.iter_unpack(mm[: limit * 12]):

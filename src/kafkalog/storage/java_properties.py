@@ -130,7 +130,7 @@ def store_properties(
     Kafka's ``PropertiesUtils.writePropertiesFile`` passes an empty comment, hence a bare ``#`` line.
     Entries are sorted by key (what JDK 18+ does; older JDKs used hash order, which reads the same).
     """
-    lines = []
+    lines: list[str] = []
     if comments is not None:
         lines.extend("#" + part for part in java_lines(comments) or [""])
     lines.append("#" + _java_date(date or datetime.now(UTC)))

@@ -576,7 +576,7 @@ class Log:
         lone = _lone_v2_batch_without_producer(validated.buffer)
         if lone is not None:
             # What _analyze_producer_state and _update_leader_epochs do for such a batch.
-            updated = completed = []
+            updated, completed = [], []
             base_offset, epoch = lone
             cache = self._leader_epoch_cache
             if cache is not None and epoch >= 0:

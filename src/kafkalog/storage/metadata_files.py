@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import struct
 import uuid
@@ -24,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
-from kafkalog.storage._files import fsync_directory, write_file_atomically
+from kafkalog.storage._files import delete_file_if_exists, fsync_directory, write_file, write_file_atomically
 from kafkalog.storage._java_text import (
     INT32_MAX,
     INT32_MIN,
@@ -164,10 +163,7 @@ class PartitionMetadataFile:
         return self._path.exists()
 
     def delete(self) -> None:
-        try:
-            self._path.unlink(missing_ok=True)
-        except OSError as e:
-            raise KafkaStorageError(f"Error while deleting partition metadata file {self._path}: {e}") from e
+        delete_file_if_exists(self._path, "partition metadata file")
 
     def write(self, topic_id: Uuid) -> None:
         """Write version 0 and ``topic_id`` (tmp + fsync + rename, no trailing newline)."""
@@ -311,10 +307,7 @@ class CleanShutdownFile:
         check_int(broker_epoch, INT64_MIN, INT64_MAX, "broker epoch", self._path)
         data = f'{{"version":{self.CURRENT_VERSION},"brokerEpoch":{broker_epoch}}}'.encode("ascii")
         try:
-            with open(self._path, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            write_file(self._path, data)
             fsync_directory(self._path.parent)
         except OSError as e:
             raise KafkaStorageError(f"Error while writing clean shutdown file {self._path}: {e}") from e
@@ -335,8 +328,5 @@ class CleanShutdownFile:
         return self._path.exists()
 
     def delete(self) -> None:
-        try:
-            self._path.unlink(missing_ok=True)
-        except OSError as e:
-            raise KafkaStorageError(f"Error while deleting clean shutdown file {self._path}: {e}") from e
+        delete_file_if_exists(self._path, "clean shutdown file")
 

@@ -7,7 +7,6 @@ only the byte format, byte-compatible with Kafka's both ways.
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import crc32c
 
 from kafkalog.errors import CorruptSnapshotError, KafkaStorageError
+from kafkalog.storage._files import write_file
 
 __all__ = ["ProducerSnapshot", "ProducerSnapshotEntry"]
 
@@ -110,11 +110,7 @@ class ProducerSnapshot:
         path = Path(path)
         data = self.to_bytes()
         try:
-            with open(path, "wb") as f:
-                f.write(data)
-                f.flush()
-                if sync:
-                    os.fsync(f.fileno())
+            write_file(path, data, sync=sync)
         except OSError as e:
             raise KafkaStorageError(f"Error while writing producer snapshot {path}: {e}") from e
 

@@ -61,7 +61,8 @@ class AbortedTxn:
     @staticmethod
     def read_version(buf: bytes | bytearray | memoryview, offset: int = 0) -> int:
         """The version as Kafka reads it: the first byte only, signed."""
-        return _VERSION_BYTE.unpack_from(buf, offset)[0]
+        version: int = _VERSION_BYTE.unpack_from(buf, offset)[0]
+        return version
 
 
 def aborted_txn_slots(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, int, AbortedTxn]]:

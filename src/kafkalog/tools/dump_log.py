@@ -322,7 +322,7 @@ def _dump_time_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterat
         _report_sanity(dump, path, raw.sanity_failure())
         return
     offset_index = (read_offset_index_file(index_path, base_offset) if index_path.exists()
-                    else IndexFileSlots(0, [], 0, None))
+                    else IndexFileSlots(index_path, base_offset, False, 0, [], 0, None))
     mismatched: list[tuple[int, int]] = []
     out_of_order: list[tuple[int, int]] = []
     not_found: list[tuple[int, int]] = []
@@ -404,18 +404,19 @@ def _dump_snapshot(path: Path, options: DumpOptions, dump: FileDump) -> Iterator
         dump.problems.append(Problem(path, str(e)))
         dump.errors.append(str(e))
         return
-    for e in snapshot.entries:
+    for entry in snapshot.entries:
         yield {
-            "producerId": e.producer_id,
-            "producerEpoch": e.producer_epoch,
-            "coordinatorEpoch": e.coordinator_epoch,
-            "currentTxnFirstOffset": None if e.current_txn_first_offset < 0 else e.current_txn_first_offset,
-            "lastTimestamp": e.timestamp,
-            "firstSequence": decrement_sequence(e.last_sequence, e.offset_delta),
-            "lastSequence": e.last_sequence,
-            "lastOffset": e.last_offset,
-            "offsetDelta": e.offset_delta,
-            "timestamp": e.timestamp,
+            "producerId": entry.producer_id,
+            "producerEpoch": entry.producer_epoch,
+            "coordinatorEpoch": entry.coordinator_epoch,
+            "currentTxnFirstOffset": (None if entry.current_txn_first_offset < 0
+                                      else entry.current_txn_first_offset),
+            "lastTimestamp": entry.timestamp,
+            "firstSequence": decrement_sequence(entry.last_sequence, entry.offset_delta),
+            "lastSequence": entry.last_sequence,
+            "lastOffset": entry.last_offset,
+            "offsetDelta": entry.offset_delta,
+            "timestamp": entry.timestamp,
         }
 
 
