@@ -18,6 +18,7 @@ from typing import Any
 
 import confluent_kafka as ck
 import pytest
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kio.schema.errors import ErrorCode as E
 
@@ -337,3 +338,23 @@ def test_dump_log_offsets_decoder_text(tmp_path: Path) -> None:
     assert f'{offset_key} payload: {{"version":"3","data":{{"offset":3,"leaderEpoch":0,' in lines[1]
     assert lines[2].endswith(f"{offset_key} payload: <DELETE>")
     assert lines[3].endswith(f"{group_key} payload: <DELETE>")
+
+
+def test_deleting_a_topic_drops_its_offsets_and_the_offsets_topic_is_internal(kafkalog_broker: Any) -> None:
+    bootstrap = kafkalog_broker.bootstrap_servers
+    _produce(bootstrap, "doomed", 2)
+    _produce(bootstrap, "kept", 2)
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "deleter", "enable.auto.commit": False})
+    c.commit(offsets=[ck.TopicPartition("doomed", 0, 1), ck.TopicPartition("kept", 0, 1)], asynchronous=False)
+    c.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics(["doomed"])["doomed"].result(10)
+    manager = kafkalog_broker.server.apis.components["group_metadata_manager"]
+    assert manager.get_offsets("deleter") == {("kept", 0): manager.get_offsets("deleter")[("kept", 0)]}
+    host, port = bootstrap.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        cls, _ = _raw.request_class(ApiKey.METADATA, 12)
+        resp = _raw.request(sock, cls(topics=None, allow_auto_topic_creation=False,
+                                      include_topic_authorized_operations=False))
+        internal = {t.name: t.is_internal for t in resp.topics}
+    assert internal[GROUP_METADATA_TOPIC_NAME] is True and internal["kept"] is False

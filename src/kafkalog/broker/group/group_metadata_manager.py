@@ -171,6 +171,16 @@ class GroupMetadataManager:
                 self._offsets.pop(group_id, None)
         return {tp: error for tp in wanted}
 
+    async def remove_offsets_of_topic(self, topic: str) -> int:
+        """Tombstone every group's offsets of a deleted topic; returns how many went."""
+        removed = 0
+        for group_id in sorted(self.group_ids_with_offsets()):
+            gone = [tp for tp in self._offsets.get(group_id, {}) if tp[0] == topic]
+            if gone:
+                errors = await self.delete_offsets(group_id, gone)
+                removed += sum(1 for e in errors.values() if e == _NONE)
+        return removed
+
     def has_offsets(self, group_id: str) -> bool:
         return bool(self._offsets.get(group_id))
 

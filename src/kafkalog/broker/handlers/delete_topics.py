@@ -10,6 +10,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.error_codes import error_code_for
+from kafkalog.broker.group.manager_of import GROUP_METADATA_MANAGER
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.metadata_cache import ZERO_UUID
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
@@ -56,6 +57,10 @@ async def handle_delete_topics_request(apis: Any, request: RequestContext, body:
         name, found_id, error, message = _delete(apis, name, topic_id)
         if error == ErrorCode.none:
             log.info("Deleted topic %s for %s", name, request.connection_id)
+            manager = apis.components.get(GROUP_METADATA_MANAGER)
+            if manager is not None and name is not None:
+                # Kafka's onPartitionsDeleted: the groups' offsets of a deleted topic go too
+                await manager.remove_offsets_of_topic(name)
         results.append(
             build(result_cls, name=name, topic_id=found_id, error_code=error, error_message=message)
         )
