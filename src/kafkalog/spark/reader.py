@@ -13,13 +13,19 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkalog.errors import InvalidConfigError, OffsetOutOfRangeError
 from kafkalog.spark.arrow import ColumnBuilder
-from kafkalog.spark.catalog import TopicCatalog, open_partition, visible_batches
+from kafkalog.spark.catalog import (
+    TopicCatalog,
+    data_location,
+    open_partition,
+    visible_batches,
+)
 from kafkalog.spark.options import (
     EARLIEST,
     FAIL_ON_DATA_LOSS,
@@ -31,6 +37,7 @@ from kafkalog.spark.options import (
     user_errors_iter,
 )
 from kafkalog.spark.pushdown import Constraints, check_plan_reuse, new_plan_id, split_filters
+from kafkalog.storage.filesystem import FileSystem
 
 __all__ = [
     "KafkaLogBatchReader",
@@ -83,12 +90,15 @@ class KafkaLogInputPartition(InputPartition):
     # Set when pushed filters narrowed the plan, for ``pushdown.check_plan_reuse``.
     plan_id: str | None = None
     plan_index: int = 0
+    # How to reach a remote ``path`` (SourceOptions.filesystem_options).
+    filesystem_options: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, r: OffsetRange, opts: SourceOptions, plan_id: str | None = None,
            plan_index: int = 0) -> KafkaLogInputPartition:
         return cls(opts.path, r.topic, r.partition, r.from_offset, r.until_offset, opts.include_headers,
-                   opts.read_committed, opts.fail_on_data_loss, plan_id, plan_index)
+                   opts.read_committed, opts.fail_on_data_loss, plan_id, plan_index,
+                   opts.filesystem_options)
 
 
 def data_loss_message(tp: TopicPartition, wanted: int, available: int) -> str:
@@ -290,10 +300,17 @@ def divide_ranges(
 # --- executor side -------------------------------------------------------------------------------
 
 
-def read_range(part: KafkaLogInputPartition) -> Iterator[pa.RecordBatch]:
-    """The records of one input partition as Arrow record batches, decoded batch by batch."""
+def read_range(part: KafkaLogInputPartition,
+               location: tuple[FileSystem, Path] | None = None) -> Iterator[pa.RecordBatch]:
+    """The records of one input partition as Arrow record batches, decoded batch by batch.
+
+    ``location``: the ``data_location`` of ``part.path`` to read through (default: a new one for
+    this task); its filesystem's ``stats`` count the bytes fetched, logged at INFO when the task ends.
+    """
     tp = (part.topic, part.partition)
-    plog = open_partition(part.path, part.topic, part.partition)
+    fs, root = location or data_location(part.path, part.filesystem_options)
+    before = fs.stats.bytes_read, fs.stats.requests
+    plog = open_partition(part.path, part.topic, part.partition, fs=fs, root=root)
     try:
         # Retention may have moved the log start since planning.
         start = check_data_loss(tp, part.from_offset, plog.log_start_offset, part.fail_on_data_loss)
@@ -314,6 +331,9 @@ def read_range(part: KafkaLogInputPartition) -> Iterator[pa.RecordBatch]:
             yield out
     finally:
         plog.close()
+        log.info("kafkalog: read %s-%d [%d, %d) of %s: %d bytes fetched in %d requests", part.topic,
+                 part.partition, part.from_offset, part.until_offset, part.path,
+                 fs.stats.bytes_read - before[0], fs.stats.requests - before[1])
 
 
 class KafkaLogBatchReader(DataSourceReader):
@@ -327,7 +347,7 @@ class KafkaLogBatchReader(DataSourceReader):
 
     def plan(self) -> list[OffsetRange]:
         """The offset ranges of this read (what ``partitions()`` turns into input partitions)."""
-        with TopicCatalog(self.opts.path) as catalog:
+        with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
             ranges = plan_batch_ranges(catalog, self.opts, self.constraints)
             return divide_ranges(ranges, self.opts.min_partitions, self.opts.max_records_per_partition,
                                  catalog)

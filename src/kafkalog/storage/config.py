@@ -23,6 +23,7 @@ from typing import Any
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
 from kafkalog.records.types import MAGIC_V0, MAGIC_V1, MAGIC_V2, CompressionType, TimestampType
 from kafkalog.storage.checkpoint import validate_topic_name, write_file_atomically
+from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem
 
 __all__ = [
     "TOPIC_CONFIGS_FILE",
@@ -643,18 +644,20 @@ def _check_persistable(topic: str, key: object, value: object, where: Path) -> s
     return value
 
 
-def read_topic_configs(data_dir: Path | str) -> dict[str, dict[str, str]]:
+def read_topic_configs(data_dir: Path | str, *, fs: FileSystem | None = None) -> dict[str, dict[str, str]]:
     """Per-topic config overrides kept in ``<data_dir>/kafkalog-topic-configs.properties``.
 
     Returns ``{topic: {name: value}}`` with raw strings (``LogConfig.from_props`` validates them);
-    a missing file means no overrides. Blank lines and ``#`` comments are ignored.
+    a missing file means no overrides. Blank lines and ``#`` comments are ignored. ``fs``: read
+    through that filesystem (a reader's; default: the local one).
     """
     path = Path(data_dir) / TOPIC_CONFIGS_FILE
-    if not path.exists():
-        return {}
     try:
-        text = path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        raw = (fs or LOCAL_FILESYSTEM).read_file(path)
+        if raw is None:
+            return {}
+        text = raw.decode("utf-8")
+    except (KafkaStorageError, UnicodeDecodeError) as e:
         raise KafkaStorageError(f"Error while reading topic configs {path}: {e}") from e
     result: dict[str, dict[str, str]] = {}
     for line_no, raw_line in enumerate(text.split("\n"), start=1):
