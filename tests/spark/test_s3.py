@@ -12,9 +12,9 @@ import pytest
 from pyspark.errors import PySparkException
 
 from kafkalog.records import CompressionType
-from kafkalog.spark.catalog import data_location
+from kafkalog.spark.catalog import TopicCatalog, data_location
 from kafkalog.spark.options import parse_source_options
-from kafkalog.spark.reader import KafkaLogBatchReader, KafkaLogInputPartition, read_range
+from kafkalog.spark.reader import KafkaLogInputPartition, plan_batch_ranges, read_range
 
 from ._util import T0, append_transactions, build_topic, spark_rows
 from .test_stream import run_available_now, sink_rows
@@ -90,10 +90,11 @@ def test_available_now_stream_from_s3_equals_local(spark, s3, data_dir, remote, 
 def _bytes_fetched(s3, remote: str, options: dict[str, str]) -> tuple[int, int]:
     """(bytes fetched, rows) of planning plus every task of a batch read, as the executors read."""
     opts = parse_source_options({"path": remote, **options, **s3.options}, streaming=False)
-    reader = KafkaLogBatchReader(opts)
     location = data_location(remote, opts.filesystem_options)
+    with TopicCatalog(remote, location=location) as catalog:
+        ranges = plan_batch_ranges(catalog, opts)
     rows = 0
-    for r in reader.plan():
+    for r in ranges:
         for batch in read_range(KafkaLogInputPartition.of(r, opts), location):
             rows += batch.num_rows
     return location[0].stats.bytes_read, rows

@@ -119,9 +119,11 @@ def visible_batches(log: Log, start: int, end: int, read_committed: bool) -> Ite
 class TopicCatalog:
     """Read-only metadata of the topics in one data directory (a context manager)."""
 
-    def __init__(self, path: str, fs_options: Mapping[str, str] | tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(self, path: str, fs_options: Mapping[str, str] | tuple[tuple[str, str], ...] = (), *,
+                 location: tuple[FileSystem, Path] | None = None) -> None:
         self.path = path
-        self.fs, self._root = data_location(path, fs_options)
+        # ``location``: an existing data_location of ``path`` (to share its fetch counters).
+        self.fs, self._root = location or data_location(path, fs_options)
         self._layout = list_topic_partitions(path, self.fs, self._root)
         self._logs: dict[TopicPartition, Log] = {}
         self._topic_configs: dict[str, dict[str, str]] | None = None
