@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml setup.py src/kafkalog/records/_native.c | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[spark,test]'
+	$(BIN)/python -m pip install --quiet -e '.[spark,demo,test]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -289,6 +289,35 @@ def test_verify_and_recover_a_torn_tail(data: Path) -> None:
     assert [r["truncatedBytes"] for r in recovered] == [0, 0]
 
 
+def test_what_verify_finds_dump_log_reports_and_recover_repairs(data: Path) -> None:
+    ok("topics", "create", "--data-dir", data, "--topic", "t", "--config", "index.interval.bytes=1")
+    ok("produce", "--data-dir", data, "--topic", "t", "--batch-size", "1",
+       stdin=jsonl([{"key": "k", "value": f"v{i}"} for i in range(6)]))
+    index = data / "t-0" / f"{SEGMENT_0}.index"
+    good = index.read_bytes()
+    assert len(good) == 5 * 8  # an entry for each batch after the first, trimmed by the clean shutdown
+    damaged = bytearray(good)
+    damaged[8:12] = bytes(4)  # entry 1's relative offset zeroed: it now reads as the end of the entries
+    index.write_bytes(bytes(damaged))
+    first_nonzero = 8 + len(damaged[8:]) - len(damaged[8:].lstrip(b"\0"))  # in entry 1's position
+    where = f"{index} (position {first_nonzero})"
+
+    dump = run("dump-log", index, "--verify-index-only")
+    assert dump.returncode == 1, dump.stdout + dump.stderr
+    assert dump.stdout.strip() == f"Dumping {index}"
+    assert where in dump.stderr and "Traceback" not in dump.stderr
+    verify = run("verify", "--data-dir", data)
+    assert verify.returncode == 1 and f"PROBLEM: {where}" in verify.stdout
+
+    # The partition is below its recovery point (clean shutdown): Kafka's recovery alone would skip it.
+    report = ok("recover", "--data-dir", data)
+    assert report.startswith("verify found 1 problems: recovered every segment (as with --full)\n")
+    assert f"t-0: log end offset 6, rebuilt {SEGMENT_0}.index" in report
+    assert index.read_bytes() == good
+    assert ok("verify", "--data-dir", data).startswith("OK: 1 partitions, 1 segments, 6 batches")
+    assert "verify found" not in ok("recover", "--data-dir", data)
+
+
 def test_verify_and_recover_golden_copies(kafka_golden_dir: Path, data: Path) -> None:
     (data / "golden-0").mkdir(parents=True)
     for path in (kafka_golden_dir / "s1_v2_single" / "rolled").iterdir():
@@ -300,7 +329,11 @@ def test_verify_and_recover_golden_copies(kafka_golden_dir: Path, data: Path) ->
     assert run("verify", "--data-dir", data).returncode == 1
     report = json.loads(ok("recover", "--data-dir", data, "--full", "--json"))
     assert report == [{"topic": "golden", "partition": 0, "logEndOffset": 12, "truncatedBytes": 1476,
-                       "deletedSegments": [], "rebuiltIndexes": report[0]["rebuiltIndexes"]}]
+                       "deletedSegments": [], "rebuiltIndexes": report[0]["rebuiltIndexes"],
+                       "cuts": [{"kind": "truncated", "file": f"{SEGMENT_0}.log", "bytes": 1476,
+                                 "position": 964, "firstOffset": 12,
+                                 "reason": report[0]["cuts"][0]["reason"]}]}]
+    assert "is corrupt (stored crc" in report[0]["cuts"][0]["reason"]
     ok("verify", "--data-dir", data)
 
 

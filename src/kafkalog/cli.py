@@ -1,4 +1,4 @@
-"""The ``kafkalog`` command line: a thin adapter over ``kafkalog.storage`` and ``kafkalog.dump``.
+"""The ``kafkalog`` command line: a thin adapter over ``kafkalog.storage`` and ``kafkalog.tools``.
 
 Every command parses its arguments, calls the storage layer and formats the answer. Any failure the
 user can act on is one line on stderr (``kafkalog: error: ...``) and a non-zero exit status; argparse
@@ -116,14 +116,23 @@ def _print_json(obj: Any, out: IO[str] | None = None) -> None:
     out.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=not utf8) + "\n")
 
 
+def _report_cuts(reports: Sequence[Any]) -> None:
+    """Data that recovery cut is always reported: one line per partition on stderr, with or
+    without -v (the storage layer's own WARNING goes to logging, which -v shows as well)."""
+    for report in reports:
+        print(f"{PROG}: warning: {_one_line(report.describe())}", file=sys.stderr)
+
+
 def _open_manager(path: Path, *, read_only: bool, **kwargs: Any) -> Any:
     from kafkalog.storage.log_manager import LogManager
 
     progress = Progress("loading partitions")
     try:
-        return LogManager(path, read_only=read_only, progress=progress.update, **kwargs)
+        lm = LogManager(path, read_only=read_only, progress=progress.update, **kwargs)
     finally:
         progress.clear()
+    _report_cuts(lm.recovery_reports())
+    return lm
 
 
 # --- topics ----------------------------------------------------------------------------------------
@@ -211,6 +220,12 @@ def _field_bytes(obj: dict[str, Any], name: str, line_no: int, binary: bool) -> 
     value = obj.get(name)
     if value is None:
         return None
+    if isinstance(value, dict | list):
+        # A JSON object or array is stored as its compact JSON text (with or without --binary).
+        return json.dumps(value, separators=(",", ":")).encode("utf-8")
+    if not isinstance(value, str):
+        raise CliError(f"line {line_no}: \"{name}\" must be a string, a JSON object or array, or null, "
+                       f"got {type(value).__name__}")
     return _text_to_bytes(value, f"line {line_no}: \"{name}\"", binary)
 
 
@@ -262,13 +277,13 @@ def _parse_produce_line(line: str, line_no: int, args: argparse.Namespace, now: 
     return SimpleRecord(value, key, timestamp, tuple(headers)), partition
 
 
-def _append_batch(lm: Any, args: argparse.Namespace, codec: CompressionType, partition: int,
+def _append_batch(appender: Any, args: argparse.Namespace, codec: CompressionType, partition: int,
                   state: _ProduceState) -> None:
     records = state.pending.pop(partition, [])
     if not records:
         return
     built = MemoryRecords.with_records(args.magic, codec, records)
-    info = lm.get_log(args.topic, partition).append_as_leader(built)
+    info = appender.log(partition).append_as_leader(built)
     stats = state.stats.setdefault(partition, _PartitionStats())
     if stats.first_offset is None:
         # Legacy appends may not know their first offset; each record got one offset.
@@ -282,6 +297,7 @@ def _append_batch(lm: Any, args: argparse.Namespace, codec: CompressionType, par
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
+    from kafkalog.storage.appender import PartitionAppender, list_partitions
     from kafkalog.storage.partitioner import StickyPartitioner, partition_for_key
 
     if args.batch_size < 1:
@@ -289,14 +305,20 @@ def cmd_produce(args: argparse.Namespace) -> int:
     codec = CompressionType.for_name(args.compression)
     if codec is CompressionType.ZSTD and args.magic < MAGIC_V2:
         raise CliError("zstd compression needs --magic 2")
+    data_dir = _existing_data_dir(args.data_dir)
     state = _ProduceState()
     progress = Progress(f"producing to {args.topic}")
-    with _open_manager(_existing_data_dir(args.data_dir), read_only=False) as lm:
-        partitions = lm.partitions(args.topic)
-        count = len(partitions)
-        if args.partition is not None and args.partition not in partitions:
-            raise UnknownTopicOrPartitionError(
-                f"Partition {args.partition} of topic {args.topic!r} does not exist (it has {count})")
+    partitions = list_partitions(data_dir, args.topic)
+    count = len(partitions)
+    if not partitions:
+        raise UnknownTopicOrPartitionError(f"Topic {args.topic!r} does not exist in {data_dir}")
+    if args.partition is not None and args.partition not in partitions:
+        raise UnknownTopicOrPartitionError(
+            f"Partition {args.partition} of topic {args.topic!r} does not exist (it has {count})")
+    failure: Exception | None = None
+    # The storage layer's append protocol, as Spark writers use it: refused while a LogManager or
+    # broker owns the directory, other appenders to these partitions wait for this run.
+    with PartitionAppender(data_dir, args.topic, partitions) as appender:
         sticky = StickyPartitioner(count)
         line_no = 0
         try:
@@ -326,20 +348,24 @@ def cmd_produce(args: argparse.Namespace) -> int:
                 if uses_sticky:
                     state.sticky_pending.add(partition)
                 if len(pending) >= args.batch_size:
-                    _append_batch(lm, args, codec, partition, state)
+                    _append_batch(appender, args, codec, partition, state)
                     if partition in state.sticky_pending:
                         # Kafka's sticky partitioner moves on when the sticky batch is complete.
                         state.sticky_pending.discard(partition)
                         sticky.on_batch_complete()
                 progress.update(line_no, unit=" lines")
             for partition in sorted(state.pending):
-                _append_batch(lm, args, codec, partition, state)
+                _append_batch(appender, args, codec, partition, state)
         except (CliError, KafkaLogError) as e:
-            unsent = sum(len(v) for v in state.pending.values())
-            raise CliError(f"{_one_line(e)}; {state.records} records from earlier lines were appended, "
-                           f"{unsent} pending records were not written") from None
+            # What was appended is whole: the logs are closed cleanly before the error is reported.
+            failure = e
         finally:
             progress.clear()
+            _report_cuts(appender.recovery_reports)
+    if failure is not None:
+        unsent = sum(len(v) for v in state.pending.values())
+        raise CliError(f"{_one_line(failure)}; {state.records} records from earlier lines were appended, "
+                       f"{unsent} pending records were not written")
     _print_json({
         "topic": args.topic,
         "records": state.records,
@@ -420,7 +446,8 @@ def cmd_consume(args: argparse.Namespace) -> int:
 
 
 def cmd_dump_log(args: argparse.Namespace) -> int:
-    from kafkalog.dump import DumpOptions, dump_file, render_text, write_json
+    from kafkalog.tools.dump_log import DumpOptions, dump_file
+    from kafkalog.tools.dump_log_render import render_text, write_json
 
     options = DumpOptions(
         deep_iteration=args.deep_iteration,
@@ -453,7 +480,7 @@ def cmd_dump_log(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from kafkalog.dump import verify_data_dir
+    from kafkalog.tools.verify import verify_data_dir
 
     progress = Progress("verifying")
     try:
@@ -477,29 +504,43 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    from kafkalog.storage.log_manager import recover_data_dir
+    from kafkalog.tools.repair import recover_and_verify
 
-    progress = Progress("recovering partitions")
+    verifying = Progress("verifying")
+    recovering = Progress("recovering partitions")
     try:
-        results = recover_data_dir(_existing_data_dir(args.data_dir), full=args.full,
-                                   progress=progress.update)
+        repair = recover_and_verify(
+            _existing_data_dir(args.data_dir), full=args.full,
+            verify_progress=lambda done, total: verifying.update(done, total, " bytes"),
+            recover_progress=recovering.update)
     finally:
-        progress.clear()
+        verifying.clear()
+        recovering.clear()
+    results = repair.partitions
+    _report_cuts([r.report for r in results if r.report is not None and r.report.cuts])
     if args.json:
         _print_json([r.to_json() for r in results])
-        return 0
-    for r in results:
-        changes = []
-        if r.truncated_bytes:
-            changes.append(f"truncated {r.truncated_bytes} bytes")
-        if r.deleted_segments:
-            changes.append(f"deleted segments {', '.join(r.deleted_segments)}")
-        if r.rebuilt_indexes:
-            changes.append(f"rebuilt {', '.join(r.rebuilt_indexes)}")
-        print(f"{r.topic}-{r.partition}: log end offset {r.log_end_offset}, "
-              + ("; ".join(changes) if changes else "nothing to repair"))
-    print(f"Recovered {len(results)} partitions in {args.data_dir}; "
-          f"{sum(r.changed for r in results)} changed.")
+    else:
+        if repair.found and not args.full:
+            print(f"verify found {len(repair.found)} problems: recovered every segment (as with --full)")
+        for r in results:
+            changes = []
+            if r.truncated_bytes:
+                changes.append(f"truncated {r.truncated_bytes} bytes")
+            if r.deleted_segments:
+                changes.append(f"deleted segments {', '.join(r.deleted_segments)}")
+            if r.rebuilt_indexes:
+                changes.append(f"rebuilt {', '.join(r.rebuilt_indexes)}")
+            print(f"{r.topic}-{r.partition}: log end offset {r.log_end_offset}, "
+                  + ("; ".join(changes) if changes else "nothing to repair"))
+        print(f"Recovered {len(results)} partitions in {args.data_dir}; "
+              f"{sum(r.changed for r in results)} changed.")
+        for problem in repair.remaining:
+            print(f"NOT REPAIRED: {problem}")
+    if repair.remaining:
+        print(f"{PROG}: error: recovery cannot repair {len(repair.remaining)} problems that verify still "
+              f"finds in {args.data_dir}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -511,15 +552,14 @@ def cmd_retention(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    # The Spark demo is another module's job; it is imported only when asked for.
+    # The demo is its own package with its own extra; it is imported only when asked for.
     try:
-        module = importlib.import_module("kafkalog.spark.demo")
+        module = importlib.import_module("kafkalog.demo.main")
     except ModuleNotFoundError as e:
-        if e.name not in ("kafkalog.spark.demo", "kafkalog.spark"):
-            raise CliError(f"the demo needs the Spark extras ({e.name} is missing): "
-                           "pip install 'kafkalog[spark]'") from None
-        raise CliError("the demo is not available in this installation (kafkalog.spark.demo is missing)"
-                       ) from None
+        if e.name is None or not e.name.startswith("kafkalog.demo"):
+            raise CliError(f"the demo needs the Spark and demo extras ({e.name} is missing): "
+                           "pip install 'kafkalog[demo]'") from None
+        raise CliError(f"the demo is not available in this installation ({e.name} is missing)") from None
     result = module.main(list(args.demo_args))
     return int(result or 0)
 
@@ -551,8 +591,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kafkalog")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Apache Kafka's log storage, on the command line.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_package_version()}",
+                        help="print the installed kafkalog version and exit")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log storage events on stderr (-v info, -vv debug)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -567,8 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
     topic_commands.required = True
     p = topic_commands.add_parser("create", help="create a topic")
     data_dir_arg(p)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=_positive_int, default=1)
+    p.add_argument("--topic", required=True, help="the topic to create")
+    p.add_argument("--partitions", type=_positive_int, default=1, help="number of partitions (default 1)")
     p.add_argument("--config", action="append", metavar="KEY=VALUE", help="a topic config override")
     p.set_defaults(func=cmd_topics_create)
     p = topic_commands.add_parser("list", help="list the topics")
@@ -577,29 +628,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_topics_list)
     p = topic_commands.add_parser("describe", help="describe a topic (all topics without --topic)")
     data_dir_arg(p)
-    p.add_argument("--topic")
+    p.add_argument("--topic", help="the topic to describe (default: every topic)")
     p.add_argument("--json", action="store_true", help="one JSON document per topic")
     p.set_defaults(func=cmd_topics_describe)
     p = topic_commands.add_parser("delete", help="delete a topic and its data")
     data_dir_arg(p)
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic", required=True, help="the topic to delete")
     p.set_defaults(func=cmd_topics_delete)
     p = topic_commands.add_parser("alter", help="change config overrides or add partitions")
     data_dir_arg(p)
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic", required=True, help="the topic to change")
     p.add_argument("--config", action="append", metavar="KEY=VALUE", help="set a config override")
     p.add_argument("--delete-config", action="append", metavar="KEY", help="remove a config override")
     p.add_argument("--partitions", type=_positive_int, help="grow the topic to this many partitions")
     p.set_defaults(func=cmd_topics_alter)
 
     p = commands.add_parser("produce", help="append JSON lines from stdin to a topic",
-                            description='Each stdin line: {"key": str|null, "value": str|null, '
-                            '"headers": [[k, v], ...], "timestamp": ms, "partition": p}, '
-                            'every field optional.')
+                            description='Each stdin line: {"key": str|object|array|null, '
+                            '"value": str|object|array|null, "headers": [[k, v], ...], "timestamp": ms, '
+                            '"partition": p}, every field optional. A JSON object or array is stored as '
+                            'its compact JSON text.')
     data_dir_arg(p)
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic", required=True, help="the topic to append to")
     p.add_argument("--partition", type=_non_negative_int, help="partition for lines that name none")
-    p.add_argument("--compression", choices=_CODECS, default="none")
+    p.add_argument("--compression", choices=_CODECS, default="none",
+                   help="producer-side codec of the batches (default none; the topic's compression.type "
+                   "still applies)")
     p.add_argument("--magic", type=int, choices=(0, 1, 2), default=2, help="record format version")
     p.add_argument("--batch-size", type=_positive_int, default=DEFAULT_BATCH_SIZE,
                    help=f"records per batch and partition (default {DEFAULT_BATCH_SIZE})")
@@ -608,52 +662,65 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("consume", help="print a topic's records as JSON lines (read-only)")
     data_dir_arg(p)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--partition", type=_non_negative_int)
+    p.add_argument("--topic", required=True, help="the topic to read")
+    p.add_argument("--partition", type=_non_negative_int, help="read only this partition (default: all)")
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true",
                        help="start at the log start offset (the default)")
     start.add_argument("--offset", type=_non_negative_int, help="start at this offset")
     start.add_argument("--timestamp", type=int, metavar="MS", help="start at the first record at or after MS")
-    p.add_argument("--max-records", type=_non_negative_int, metavar="N")
+    p.add_argument("--max-records", type=_non_negative_int, metavar="N", help="stop after N records")
     p.add_argument("--binary", action="store_true", help="print keys, values and header values as base64")
     p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"),
-                   default="read_uncommitted")
+                   default="read_uncommitted",
+                   help="read_committed hides aborted transactions and stops at the last stable offset "
+                   "(default read_uncommitted)")
     p.set_defaults(func=cmd_consume)
 
     p = commands.add_parser("dump-log", help="dump segment files like kafka-dump-log.sh",
                             description="Dump .log, .index, .timeindex, .txnindex and .snapshot files. "
                             "Findings go to stderr; with --verify-index-only or --index-sanity-check "
                             "they also make the exit status 1.")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE", help="segment, index or snapshot files")
     p.add_argument("--deep-iteration", action="store_true", help="print every record")
     p.add_argument("--print-data-log", action="store_true", help="print keys and values (implies deep)")
     p.add_argument("--index-sanity-check", action="store_true", help="only run the index sanity check")
     p.add_argument("--verify-index-only", action="store_true", help="check index entries, print none")
-    p.add_argument("--skip-record-metadata", action="store_true")
-    p.add_argument("--max-message-size", type=_positive_int, default=5 * 1024 * 1024)
-    p.add_argument("--max-bytes", type=_positive_int, default=2**31 - 1)
+    p.add_argument("--skip-record-metadata", action="store_true",
+                   help="with --print-data-log: only keys and values, not each record's offset, "
+                   "timestamp and sizes")
+    p.add_argument("--max-message-size", type=_positive_int, default=5 * 1024 * 1024, metavar="BYTES",
+                   help="largest batch read where an index entry points (default 5 MiB, as "
+                   "kafka-dump-log.sh)")
+    p.add_argument("--max-bytes", type=_positive_int, default=2**31 - 1, metavar="BYTES",
+                   help="read at most this many bytes of each .log file")
     p.add_argument("--json", action="store_true", help="one JSON document per file")
     p.set_defaults(func=cmd_dump_log)
 
     p = commands.add_parser("verify", help="check every segment and index of a data directory (read-only)")
     data_dir_arg(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     p.set_defaults(func=cmd_verify)
 
     p = commands.add_parser("recover", help="run Kafka's crash recovery over a data directory")
     data_dir_arg(p)
     p.add_argument("--full", action="store_true", help="recover every segment, not just those after the "
                    "recovery point")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print a JSON array, one object per partition")
     p.set_defaults(func=cmd_recover)
 
     p = commands.add_parser("retention", help="delete segments beyond the topics' retention")
     data_dir_arg(p)
     p.set_defaults(func=cmd_retention)
 
+    from kafkalog.broker.serve import add_serve_command
+    add_serve_command(commands, data_dir_arg)
+    from kafkalog.cli_compact import add_compact_parser
+    add_compact_parser(commands, data_dir_arg)
+
     p = commands.add_parser("demo", help="run the Spark pipeline demo")
-    p.add_argument("demo_args", nargs=argparse.REMAINDER)
+    p.add_argument("demo_args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="arguments for the demo (kafkalog demo --help lists them)")
     p.set_defaults(func=cmd_demo)
     return parser
 

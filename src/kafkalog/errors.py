@@ -140,3 +140,19 @@ class InvalidTxnStateError(KafkaLogError):
 
 class TransactionCoordinatorFencedError(KafkaLogError):
     """An end-transaction marker from a coordinator epoch older than the one already seen."""
+
+
+# --- protocol / broker ---------------------------------------------------------------------------
+
+
+class InvalidRequestError(KafkaLogError):
+    """A request frame that cannot be parsed: a size out of range, a truncated header or body, bytes
+    left over, a value no schema allows (Kafka's InvalidRequestException: the connection is closed)."""
+
+
+class UnsupportedVersionError(InvalidRequestError):
+    """A request for an API key this broker does not serve, or at a version outside its range."""
+
+
+class BrokerNotAvailableError(KafkaLogError):
+    """The broker is not running (not started yet, or shut down)."""

@@ -13,9 +13,27 @@ from pathlib import Path
 
 import pytest
 
+from kafkalog.demo.events import CHECKOUT_DONE, RETURNING, PageView, generate_pageviews
+from kafkalog.demo.main import build_parser
+from kafkalog.demo.pipeline import DemoResult, prepare_demo_dir
+from kafkalog.demo.pipeline import run as run_demo
+from kafkalog.demo.settings import (
+    APPEND_PERIOD_MS,
+    BATCH_PERIOD_MS,
+    BY_PAGE_TOPIC,
+    DEFAULT_DATA_DIR,
+    DEFAULT_EVENTS,
+    MARKER_FILE,
+    NEWSLETTER_AT_MS,
+    PARTITIONS,
+    SEED,
+    SESSIONS_TOPIC,
+    START_MS,
+    TOP_PAGES_TOPIC,
+    TOPIC,
+    DemoError,
+)
 from kafkalog.records import CompressionType
-from kafkalog.spark import demo
-from kafkalog.spark.demo import DemoError, DemoResult, PageView
 from kafkalog.storage.log_manager import LogManager
 from kafkalog.storage.partitioner import partition_for_key
 
@@ -29,7 +47,7 @@ GAP_MS = 30 * 60_000
 def demo_run(spark, tmp_path_factory) -> tuple[DemoResult, str]:
     data_dir = tmp_path_factory.mktemp("demo") / "demo-data"
     printed = io.StringIO()
-    result = demo.run(spark, data_dir, events=EVENTS, append_events=APPENDED, out=printed)
+    result = run_demo(spark, data_dir, events=EVENTS, append_events=APPENDED, out=printed)
     return result, printed.getvalue()
 
 
@@ -96,9 +114,9 @@ def python_sessions(events: list[PageView]) -> list[dict]:
             "distinct_pages": len({v.page for v in s}),
             "landing_page": first.page,
             "exit_page": last.page,
-            "source": demo.RETURNING if first.referrer.startswith("/") else first.referrer,
+            "source": RETURNING if first.referrer.startswith("/") else first.referrer,
             "device": first.device,
-            "converted": any(v.page == demo.CHECKOUT_DONE for v in s),
+            "converted": any(v.page == CHECKOUT_DONE for v in s),
         })
     return out
 
@@ -121,17 +139,17 @@ def sort_key(d: dict) -> tuple:
 
 
 def test_generator_is_deterministic_exact_and_in_range():
-    a = demo.generate_pageviews(500, users=40, newsletter_at_ms=demo.NEWSLETTER_AT_MS)
-    assert a == demo.generate_pageviews(500, users=40, newsletter_at_ms=demo.NEWSLETTER_AT_MS)
-    assert a != demo.generate_pageviews(500, users=40, seed=demo.SEED + 1)
+    a = generate_pageviews(500, users=40, newsletter_at_ms=NEWSLETTER_AT_MS)
+    assert a == generate_pageviews(500, users=40, newsletter_at_ms=NEWSLETTER_AT_MS)
+    assert a != generate_pageviews(500, users=40, seed=SEED + 1)
     assert len(a) == 500
     assert [v.timestamp for v in a] == sorted(v.timestamp for v in a)
-    assert all(demo.START_MS <= v.timestamp < demo.START_MS + demo.BATCH_PERIOD_MS for v in a)
+    assert all(START_MS <= v.timestamp < START_MS + BATCH_PERIOD_MS for v in a)
     assert len({(v.user_id, v.timestamp) for v in a}) == len(a)  # no ties within a user
-    later = demo.generate_pageviews(50, start_ms=demo.START_MS + demo.BATCH_PERIOD_MS,
-                                    period_ms=demo.APPEND_PERIOD_MS, users=40, warmup_ms=30 * 60_000)
+    later = generate_pageviews(50, start_ms=START_MS + BATCH_PERIOD_MS,
+                                    period_ms=APPEND_PERIOD_MS, users=40, warmup_ms=30 * 60_000)
     assert len(later) == 50
-    assert all(v.timestamp >= demo.START_MS + demo.BATCH_PERIOD_MS for v in later)
+    assert all(v.timestamp >= START_MS + BATCH_PERIOD_MS for v in later)
 
 
 def test_demo_dir_is_wiped_only_when_the_demo_made_it(tmp_path):
@@ -139,43 +157,43 @@ def test_demo_dir_is_wiped_only_when_the_demo_made_it(tmp_path):
     foreign.mkdir()
     (foreign / "precious.txt").write_text("keep me")
     with pytest.raises(DemoError, match="not made by the demo"):
-        demo.prepare_demo_dir(foreign)
+        prepare_demo_dir(foreign)
     assert (foreign / "precious.txt").read_text() == "keep me"
 
     ours = tmp_path / "demo-data"
-    demo.prepare_demo_dir(ours)
+    prepare_demo_dir(ours)
     (ours / "kafka").mkdir()
     (ours / "kafka" / "leftover").write_text("x")
     (ours / "file").write_text("x")
-    demo.prepare_demo_dir(ours)
-    assert sorted(p.name for p in ours.iterdir()) == [demo.MARKER_FILE]
+    prepare_demo_dir(ours)
+    assert sorted(p.name for p in ours.iterdir()) == [MARKER_FILE]
 
 
 def test_command_line_options():
-    args = demo.build_parser().parse_args(["--data-dir", "d", "--events", "5", "--out", "o"])
+    args = build_parser().parse_args(["--data-dir", "d", "--events", "5", "--out", "o"])
     assert (args.data_dir, args.events, args.out) == ("d", 5, "o")
-    args = demo.build_parser().parse_args([])
-    assert (args.data_dir, args.events, args.out) == (demo.DEFAULT_DATA_DIR, demo.DEFAULT_EVENTS, None)
+    args = build_parser().parse_args([])
+    assert (args.data_dir, args.events, args.out) == (DEFAULT_DATA_DIR, DEFAULT_EVENTS, None)
 
 
 # --- step 1: the raw topic -----------------------------------------------------------------------
 
 
 def test_raw_topic_holds_the_events_where_murmur2_puts_them(result: DemoResult):
-    rows = topic_records(result.kafka_dir, demo.TOPIC)
+    rows = topic_records(result.kafka_dir, TOPIC)
     assert len(rows) == EVENTS + APPENDED
     expected: dict[int, list[tuple[bytes, bytes, int]]] = defaultdict(list)
     for e in result.initial_events + result.appended_events:
-        expected[partition_for_key(e.key(), demo.PARTITIONS)].append((e.key(), e.value(), e.timestamp))
-    for p in range(demo.PARTITIONS):
+        expected[partition_for_key(e.key(), PARTITIONS)].append((e.key(), e.value(), e.timestamp))
+    for p in range(PARTITIONS):
         got = [(k, v, ts) for part, _, k, v, ts in sorted(rows) if part == p]
         assert got == expected[p]
     # The batch job ran before the append: it saw the initial events, per partition.
-    initial = Counter(partition_for_key(e.key(), demo.PARTITIONS) for e in result.initial_events)
+    initial = Counter(partition_for_key(e.key(), PARTITIONS) for e in result.initial_events)
     assert result.spark_rows_per_partition == dict(initial)
     with LogManager(result.kafka_dir, read_only=True) as lm:
-        codecs = {b.compression_type for p in lm.partitions(demo.TOPIC)
-                  for b in lm.get_log(demo.TOPIC, p).batches(0)}
+        codecs = {b.compression_type for p in lm.partitions(TOPIC)
+                  for b in lm.get_log(TOPIC, p).batches(0)}
     assert codecs == {CompressionType.LZ4}
 
 
@@ -218,9 +236,9 @@ def test_session_stats_equal_python(result: DemoResult):
 
 
 def test_top_pages_topic_holds_the_python_top_pages(result: DemoResult):
-    rows = topic_records(result.kafka_dir, demo.TOP_PAGES_TOPIC)
+    rows = topic_records(result.kafka_dir, TOP_PAGES_TOPIC)
     oracle = python_top_per_window(result.initial_events)
-    assert len(rows) == len(oracle) == result.written[demo.TOP_PAGES_TOPIC]
+    assert len(rows) == len(oracle) == result.written[TOP_PAGES_TOPIC]
     per_window = python_views_per_window(result.initial_events)
     got = []
     for _, _, key, value, ts in rows:
@@ -237,14 +255,14 @@ def test_top_pages_topic_holds_the_python_top_pages(result: DemoResult):
 
 
 def test_sessions_topic_holds_the_python_sessions(result: DemoResult):
-    rows = topic_records(result.kafka_dir, demo.SESSIONS_TOPIC)
+    rows = topic_records(result.kafka_dir, SESSIONS_TOPIC)
     oracle = python_sessions(result.initial_events)
-    assert len(rows) == len(oracle) == result.written[demo.SESSIONS_TOPIC]
+    assert len(rows) == len(oracle) == result.written[SESSIONS_TOPIC]
     got = []
     for partition, _, key, value, ts in rows:
         v = json.loads(value)
         assert key == v["user_id"].encode()
-        assert partition == partition_for_key(key, demo.PARTITIONS)  # keyed: Kafka's partitioner
+        assert partition == partition_for_key(key, PARTITIONS)  # keyed: Kafka's partitioner
         assert iso(ts) == v["session_start"]
         got.append(v)
     assert sorted(got, key=sort_key) == sorted(oracle, key=sort_key)
@@ -258,7 +276,7 @@ def test_second_stream_run_reads_exactly_the_appended_events(result: DemoResult)
     assert result.stream_runs == [EVENTS, APPENDED]
     assert result.by_page_records == [EVENTS, EVENTS + APPENDED]
     assert result.appended_read_back == APPENDED
-    rows = topic_records(result.kafka_dir, demo.BY_PAGE_TOPIC)
+    rows = topic_records(result.kafka_dir, BY_PAGE_TOPIC)
     # Every event once (run 1 and run 2 together), re-keyed by its page, its timestamp kept.
     assert all(key == json.loads(value)["page"].encode() for _, _, key, value, _ in rows)
     all_events = result.initial_events + result.appended_events
@@ -285,5 +303,5 @@ def test_summary_is_printed(demo_run):
         assert f"[{step}/5]" in printed
     assert f"Spark read {EVENTS:,} rows" in printed
     assert "run 2 read exactly the appended events" in printed
-    assert f"{demo.SESSIONS_TOPIC}: {result.session_stats['sessions']:,} records" in printed
+    assert f"{SESSIONS_TOPIC}: {result.session_stats['sessions']:,} records" in printed
     assert str(result.chart) in printed

@@ -62,6 +62,7 @@ def test_subscription_kinds(base, tmp_path):
         ({"kafka.auto.offset.reset": "earliest"}, "auto.offset.reset"),
         ({"kafka.value.deserializer": "x"}, "value.deserializer"),
         ({"maxTriggerDelay": "soon"}, "'maxTriggerDelay'"),
+        ({"filterPushdown": "maybe"}, "'filterPushdown'"),
     ],
 )
 def test_batch_errors_name_the_option(base, extra, needle):

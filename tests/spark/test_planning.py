@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import pickle
 
+import pytest
 from pyspark.sql.datasource import (
     EqualTo,
     GreaterThan,
@@ -129,8 +130,6 @@ def test_auto_registration_module():
 
 
 def test_missing_java_is_a_clear_failure(monkeypatch, tmp_path):
-    import pytest
-
     from kafkalog.errors import KafkaLogError
     from kafkalog.spark.session import check_java
 
@@ -140,18 +139,68 @@ def test_missing_java_is_a_clear_failure(monkeypatch, tmp_path):
         check_java()
 
 
-def test_plan_reuse_claims(tmp_path):
-    import pytest
+def test_class_check_for_a_plan_per_scan():
+    from kafkalog.spark.pushdown import class_keeps_plan_per_scan
 
-    from kafkalog.spark.pushdown import StalePlanError, check_plan_reuse, new_plan_id
+    # PySpark 4.3.0: the builder stores the plan on the provider; the scan has none of its own.
+    assert not class_keeps_plan_per_scan(b"..setReadInfo..PythonDataSourceReadInfo..", b"..PythonBatch..")
+    # Spark master: the scan carries the plan the builder made.
+    assert class_keeps_plan_per_scan(b"..PythonDataSourceReadInfo..", b"..PythonDataSourceReadInfo..")
+    assert not class_keeps_plan_per_scan(b"", b"")
 
-    plan = new_plan_id()
-    check_plan_reuse(plan, 0, "7", tmp_path)
-    check_plan_reuse(plan, 0, "7", tmp_path)  # a retry of the same execution
-    check_plan_reuse(plan, 1, "8", tmp_path)  # another input partition, read by a later action
-    with pytest.raises(StalePlanError, match="Load the DataFrame again"):
-        check_plan_reuse(plan, 0, "9", tmp_path)
-    check_plan_reuse(new_plan_id(), 0, "9", tmp_path)  # a fresh plan
-    check_plan_reuse(plan, 0, None, tmp_path)  # outside a Spark SQL execution: not checked
-    (tmp_path / f"{plan}.2").write_text("")  # a concurrent attempt still writing its claim
-    check_plan_reuse(plan, 2, "9", tmp_path)
+
+def test_symbolic_bounds_resolved_at_read():
+    from kafkalog.errors import OffsetOutOfRangeError
+    from kafkalog.spark.reader import resolve_bounds
+
+    def p(lo, hi, **kw):
+        return KafkaLogInputPartition("/d", "t", 0, lo, hi, **kw)
+
+    # earliest/latest follow the log as it is when the task starts.
+    whole = p(0, 50, from_earliest=True, to_latest=True, since_earliest=True)
+    assert resolve_bounds(whole, 20, 90) == (20, 90)
+    # A split point of an 'earliest' range that retention passed: skipped, not data loss.
+    assert resolve_bounds(p(10, 30, since_earliest=True), 20, 90) == (20, 30)
+    assert resolve_bounds(p(10, 15, since_earliest=True), 20, 90) == (20, 15)
+    # An explicit offset retention removed: Spark's failOnDataLoss.
+    with pytest.raises(OffsetOutOfRangeError, match="failOnDataLoss"):
+        resolve_bounds(p(10, 30), 20, 90)
+    assert resolve_bounds(p(10, 30, fail_on_data_loss=False), 20, 90) == (20, 30)
+    # An explicit end beyond a log that was truncated since planning.
+    with pytest.raises(OffsetOutOfRangeError, match="failOnDataLoss"):
+        resolve_bounds(p(10, 95), 0, 90)
+    assert resolve_bounds(p(10, 95, fail_on_data_loss=False), 0, 90) == (10, 90)
+
+
+def test_divide_ranges_keeps_symbolic_ends():
+    r = OffsetRange("t", 0, 0, 90, from_earliest=True, to_latest=True, since_earliest=True)
+    empty = OffsetRange("t", 1, 5, 5, to_latest=True)
+    out = divide_ranges([r, empty], 4, None)
+    assert [(x.from_offset, x.until_offset) for x in out] == [(0, 22), (22, 44), (44, 67), (67, 90), (5, 5)]
+    assert [x.from_earliest for x in out] == [True, False, False, False, False]
+    assert [x.to_latest for x in out] == [False, False, False, True, True]
+    assert all(x.since_earliest for x in out[:4])
+
+
+def test_worker_python_that_cannot_import_kafkalog_is_a_clear_error(tmp_path):
+    import sys
+    from types import SimpleNamespace
+
+    from kafkalog.errors import KafkaLogError
+    from kafkalog.spark.session import check_worker_python
+
+    def session(python, master="local[2]"):
+        return SimpleNamespace(sparkContext=SimpleNamespace(pythonExec=python, master=master))
+
+    # A Python without kafkalog: the isolated mode ignores site-packages and the environment.
+    bare = tmp_path / "bare-python"
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    bare.chmod(0o755)
+    with pytest.raises(KafkaLogError, match="PYSPARK_PYTHON") as e:
+        check_worker_python(session(str(bare)))
+    assert str(bare) in str(e.value) and sys.executable in str(e.value)
+    with pytest.raises(KafkaLogError, match="cannot import kafkalog"):
+        check_worker_python(session(str(tmp_path / "no-such-python")))
+    check_worker_python(session(sys.executable))
+    check_worker_python(session(str(bare), master="spark://elsewhere:7077"))  # not checkable from here
+    check_worker_python(SimpleNamespace())  # Spark Connect: no context

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import multiprocessing
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
+from kafkalog.errors import LogDirLockedError
 from kafkalog.records import CompressionType, MemoryRecordsBuilder, TimestampType
 from kafkalog.spark.options import parse_sink_options
 from kafkalog.spark.writer import _append_batches, _describe_topic
@@ -146,10 +149,39 @@ def test_topic_configs_are_honoured(spark, tmp_path):
 def test_refuses_while_a_log_manager_owns_the_directory(spark, tmp_path):
     create(tmp_path, "t", 1)
     df = spark.createDataFrame([("v",)], "value string")
-    with LogManager(tmp_path), pytest.raises(PySparkException, match="open for writing by another process"):
+    with LogManager(tmp_path), pytest.raises(PySparkException, match="has it open for writing"):
         write(df, tmp_path, topic="t")
     write(df, tmp_path, topic="t")
     assert read(spark, tmp_path, subscribe="t").count() == 1
+
+
+_LOCKF_PROBE = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("taken")
+except OSError:
+    print("refused")
+"""
+
+
+def test_a_refused_task_in_the_owners_process_leaves_its_lock(tmp_path):
+    # The writer used to open .lock itself: closing that second descriptor dropped the POSIX lock of
+    # a LogManager in the same process, and a broker could then take the directory.
+    create(tmp_path, "t", 1)
+    builder = MemoryRecordsBuilder(2, CompressionType.NONE, TimestampType.CREATE_TIME, 0)
+    builder.append(-1, None, b"v")
+    config, _ = _describe_topic(str(tmp_path), "t", None)
+    with LogManager(tmp_path) as lm:
+        with pytest.raises(LogDirLockedError, match="has it open for writing"):
+            _append_batches(str(tmp_path), "t", 0, config, [builder.build()])
+        probe = subprocess.run([sys.executable, "-c", _LOCKF_PROBE, str(tmp_path / ".lock")],
+                               capture_output=True, text=True, timeout=30, check=True)
+        assert probe.stdout.strip() == "refused"
+        assert lm.get_log("t", 0).log_end_offset == 0
+    _append_batches(str(tmp_path), "t", 0, config, [builder.build()])
+    assert [r[6] for r in log_rows(tmp_path, "t")] == [b"v"]
 
 
 def test_two_spark_tasks_one_partition(spark, tmp_path):

@@ -124,6 +124,9 @@ def reader_process_main(data_dir: str, stop_file: str, max_seconds: float) -> No
             with LogManager(data_dir, read_only=True) as manager:
                 log = manager.get_log(TOPIC, 0)
                 summary["opens"] += 1
+                # Tell the writer how far we are: under load this process may start late, and the
+                # writer keeps going until we have opened the log a few times while it grows.
+                Path(stop_file + ".opens").write_text(str(summary["opens"]))
                 for _ in range(1 + summary["opens"] % 8):
                     stopping = stop.exists()  # then read once more: everything is written
                     end = log.log_end_offset
@@ -198,9 +201,20 @@ def test_one_writer_many_readers_threads_and_another_process(tmp_path: Path) -> 
         workers = Workers()
         stats = {"appends": 0, "fetches": 0, "scans": 0, "lookups": 0}
 
+        opens_file = Path(str(stop_file) + ".opens")
+
+        def reader_opens() -> int:
+            try:
+                return int(opens_file.read_text() or 0)
+            except (FileNotFoundError, ValueError):
+                return 0
+
         def writer() -> None:
-            deadline = time.monotonic() + WRITE_SECONDS
-            while time.monotonic() < deadline and not workers.stop.is_set():
+            start = time.monotonic()
+            # At least WRITE_SECONDS, and until the other process has reopened the log 3 times while
+            # it grows (it may start late on a loaded machine); never longer than WRITE_SECONDS + 30.
+            while (not workers.stop.is_set() and time.monotonic() < start + WRITE_SECONDS + 30
+                   and (time.monotonic() < start + WRITE_SECONDS or reader_opens() < 3)):
                 leo = log.log_end_offset
                 count = rng.choice((1, 2, rng.randrange(1, 60), rng.randrange(1, 300)))
                 batch = records_for(leo, count, rng.choice(CODECS))
@@ -279,7 +293,7 @@ def test_one_writer_many_readers_threads_and_another_process(tmp_path: Path) -> 
             workers.start(f"fetcher-{seed}", lambda seed=seed: fetcher(seed))
         workers.start("scanner", scanner)
         workers.start("looker", looker)
-        workers.join(timeout=WRITE_SECONDS + 40)
+        workers.join(timeout=WRITE_SECONDS + 70)
         stop_file.touch()
         try:
             other.wait(timeout=45)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from pathlib import Path
 
@@ -10,7 +11,13 @@ import pytest
 
 from kafkalog.errors import InvalidConfigError, InvalidTopicError, KafkaStorageError
 from kafkalog.records.types import CompressionType, TimestampType
-from kafkalog.storage.config import TOPIC_CONFIGS_FILE, LogConfig, read_topic_configs, write_topic_configs
+from kafkalog.storage.config import (
+    LEGACY_TOPIC_CONFIGS_FILE,
+    TOPIC_CONFIGS_FILE,
+    LogConfig,
+    read_topic_configs,
+    write_topic_configs,
+)
 
 LONG_MAX = 9223372036854775807
 
@@ -440,7 +447,7 @@ def test_broker_defaults_then_topic_overrides() -> None:
 # --- topic config persistence ------------------------------------------------------------------
 
 
-def test_topic_configs_round_trip_in_a_top_level_file(tmp_path: Path) -> None:
+def test_topic_configs_round_trip_in_a_top_level_json_file(tmp_path: Path) -> None:
     mapping = {
         "orders": {"retention.ms": "1000", "cleanup.policy": "compact,delete"},
         "a-topic": {"segment.bytes": 2048, "preallocate": True},
@@ -449,18 +456,32 @@ def test_topic_configs_round_trip_in_a_top_level_file(tmp_path: Path) -> None:
     write_topic_configs(tmp_path, mapping)
     path = tmp_path / TOPIC_CONFIGS_FILE
     assert [p.name for p in tmp_path.iterdir()] == [TOPIC_CONFIGS_FILE]  # no sub-directory, no .tmp
-    assert path.read_text() == (
-        "a-topic\tpreallocate=true\n"
-        "a-topic\tsegment.bytes=2048\n"
-        "orders\tcleanup.policy=compact,delete\n"
-        "orders\tretention.ms=1000\n"
-    )
+    assert json.loads(path.read_text()) == {
+        "version": 1,
+        "topics": {
+            "a-topic": {"preallocate": "true", "segment.bytes": "2048"},
+            "orders": {"cleanup.policy": "compact,delete", "retention.ms": "1000"},
+        },
+    }
     read = read_topic_configs(tmp_path)
     assert read == {
         "a-topic": {"preallocate": "true", "segment.bytes": "2048"},
         "orders": {"cleanup.policy": "compact,delete", "retention.ms": "1000"},
     }
     assert LogConfig.from_props(read["orders"]).retention_ms == 1000
+
+
+def test_a_legacy_topic_config_file_is_read_then_replaced_by_the_next_write(tmp_path: Path) -> None:
+    legacy = tmp_path / LEGACY_TOPIC_CONFIGS_FILE
+    legacy.write_bytes(b"orders\tretention.ms=5\norders\tcleanup.policy=compact\nlogs\tsegment.bytes=2048\n")
+    assert read_topic_configs(tmp_path) == {
+        "orders": {"retention.ms": "5", "cleanup.policy": "compact"}, "logs": {"segment.bytes": "2048"}}
+    configs = read_topic_configs(tmp_path)
+    configs["orders"]["retention.ms"] = "6"
+    write_topic_configs(tmp_path, configs)
+    assert not legacy.exists()
+    assert read_topic_configs(tmp_path) == {
+        "orders": {"retention.ms": "6", "cleanup.policy": "compact"}, "logs": {"segment.bytes": "2048"}}
 
 
 def test_persisting_a_config_keeps_only_overrides(tmp_path: Path) -> None:
@@ -475,12 +496,13 @@ def test_persisting_a_config_keeps_only_overrides(tmp_path: Path) -> None:
 def test_missing_topic_config_file_means_no_overrides(tmp_path: Path) -> None:
     assert read_topic_configs(tmp_path) == {}
     write_topic_configs(tmp_path, {})
-    assert (tmp_path / TOPIC_CONFIGS_FILE).read_bytes() == b""
+    assert json.loads((tmp_path / TOPIC_CONFIGS_FILE).read_bytes()) == {"version": 1, "topics": {}}
     assert read_topic_configs(tmp_path) == {}
 
 
-def test_topic_config_file_tolerates_comments_blank_lines_and_crlf(tmp_path: Path) -> None:
-    (tmp_path / TOPIC_CONFIGS_FILE).write_bytes(b"# kafkalog\n\nt\tretention.ms=5\r\nt\tcleanup.policy=\n")
+def test_legacy_topic_config_file_tolerates_comments_blank_lines_and_crlf(tmp_path: Path) -> None:
+    (tmp_path / LEGACY_TOPIC_CONFIGS_FILE).write_bytes(
+        b"# kafkalog\n\nt\tretention.ms=5\r\nt\tcleanup.policy=\n")
     assert read_topic_configs(tmp_path) == {"t": {"retention.ms": "5", "cleanup.policy": ""}}
 
 
@@ -494,6 +516,26 @@ def test_topic_config_file_tolerates_comments_blank_lines_and_crlf(tmp_path: Pat
         ("t\tretention.ms=5\nt\tretention.ms=6\n", "Line 2 .* repeats retention.ms"),
     ],
 )
+def test_malformed_legacy_topic_config_file(tmp_path: Path, content: str, pattern: str) -> None:
+    path = tmp_path / LEGACY_TOPIC_CONFIGS_FILE
+    path.write_text(content)
+    with pytest.raises(KafkaStorageError, match=pattern) as info:
+        read_topic_configs(tmp_path)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "pattern"),
+    [
+        ('t\tretention.ms=5\n', "not valid JSON"),
+        ('{"topics": {}}', "not a version 1"),
+        ('{"version": 2, "topics": {}}', "not a version 1"),
+        ('{"version": 1}', "no \"topics\" object"),
+        ('{"version": 1, "topics": {"a/b": {}}}', "a/b"),
+        ('{"version": 1, "topics": {"t": {"retention.ms": 5}}}', "must map names to strings"),
+        ('{"version": 1, "topics": {"t": ["retention.ms"]}}', "must map names to strings"),
+    ],
+)
 def test_malformed_topic_config_file(tmp_path: Path, content: str, pattern: str) -> None:
     path = tmp_path / TOPIC_CONFIGS_FILE
     path.write_text(content)
@@ -505,8 +547,8 @@ def test_malformed_topic_config_file(tmp_path: Path, content: str, pattern: str)
 def test_write_topic_configs_refuses_what_it_cannot_store(tmp_path: Path) -> None:
     with pytest.raises(InvalidTopicError):
         write_topic_configs(tmp_path, {"bad topic": {"retention.ms": "1"}})
-    with pytest.raises(InvalidConfigError, match="line breaks"):
-        write_topic_configs(tmp_path, {"t": {"retention.ms": "1\n2"}})
+    with pytest.raises(InvalidConfigError, match="a str or int"):
+        write_topic_configs(tmp_path, {"t": {"retention.ms": 1.5}})  # type: ignore[dict-item]
     with pytest.raises(InvalidConfigError, match="cannot be stored"):
         write_topic_configs(tmp_path, {"t": {"a=b": "1"}})
     assert not (tmp_path / TOPIC_CONFIGS_FILE).exists()

@@ -37,8 +37,9 @@ from pathlib import Path
 import pytest
 
 from kafkalog.records.memory import iter_batches
-from kafkalog.storage.checkpoint import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_OFFSET_CHECKPOINT_FILE
+from kafkalog.storage.checkpoint import RECOVERY_POINT_OFFSET_CHECKPOINT_FILE
 from kafkalog.storage.log_manager import LogManager
+from kafkalog.storage.metadata_files import CLEAN_SHUTDOWN_FILE
 from tests.storage.crash_writer import PARTITION, TOPIC_CONFIGS, TOPICS, PlannedBatch, plan, planned_batches
 
 WRITER = Path(__file__).with_name("crash_writer.py")
@@ -214,7 +215,7 @@ def check_lookups(log, content: list[Expected], rng: random.Random, context: str
 
 
 def verify_dir(data_dir: Path, context: str) -> None:
-    from kafkalog.dump import verify_data_dir
+    from kafkalog.tools.verify import verify_data_dir
 
     report = verify_data_dir(data_dir)
     assert report.ok, f"{context}: verify found " + "; ".join(map(str, report.problems))

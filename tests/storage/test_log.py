@@ -23,13 +23,9 @@ from kafkalog.errors import (
 )
 from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
 from kafkalog.records.types import NO_TIMESTAMP, TimestampType
-from kafkalog.storage.checkpoint import (
-    LEADER_EPOCH_CHECKPOINT_FILE,
-    PARTITION_METADATA_FILE,
-    PartitionMetadataFile,
-    Uuid,
-)
+from kafkalog.storage.checkpoint import LEADER_EPOCH_CHECKPOINT_FILE
 from kafkalog.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, FetchIsolation, Log
+from kafkalog.storage.metadata_files import PARTITION_METADATA_FILE, PartitionMetadataFile, Uuid
 from tests.storage.conftest import T0, config
 
 

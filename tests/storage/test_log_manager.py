@@ -25,15 +25,17 @@ from kafkalog.errors import (
 from kafkalog.records.memory import MemoryRecords
 from kafkalog.records.types import CompressionType, SimpleRecord
 from kafkalog.storage.checkpoint import (
-    CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
-    META_PROPERTIES_FILE,
     RECOVERY_POINT_OFFSET_CHECKPOINT_FILE,
-    PartitionMetadataFile,
-    read_meta_properties,
 )
 from kafkalog.storage.config import TOPIC_CONFIGS_FILE, LogConfig
 from kafkalog.storage.log_manager import LOCK_FILE, LogManager, open_data_dir, recover_data_dir
+from kafkalog.storage.metadata_files import (
+    CLEAN_SHUTDOWN_FILE,
+    META_PROPERTIES_FILE,
+    PartitionMetadataFile,
+    read_meta_properties,
+)
 
 T0 = 1_700_000_000_000
 SEGMENT_0 = "00000000000000000000"
@@ -99,8 +101,8 @@ def test_create_list_describe_delete(tmp_path: Path) -> None:
     ids = {PartitionMetadataFile(data / f"orders-{p}" / "partition.metadata").read().topic_id
            for p in range(3)}
     assert len(ids) == 1  # one topic id shared by the partitions
-    assert (data / TOPIC_CONFIGS_FILE).read_text() == (
-        "orders\tretention.ms=3600000\norders\tsegment.bytes=1048576\n")
+    assert json.loads((data / TOPIC_CONFIGS_FILE).read_text()) == {
+        "version": 1, "topics": {"orders": {"retention.ms": "3600000", "segment.bytes": "1048576"}}}
 
     with LogManager(data) as lm:  # everything survives a reopen
         assert lm.topics() == ["audit.events", "orders"]
@@ -112,7 +114,7 @@ def test_create_list_describe_delete(tmp_path: Path) -> None:
         with pytest.raises(UnknownTopicOrPartitionError):
             lm.delete_topic("orders")
     assert sorted(p.name for p in data.iterdir() if p.is_dir()) == ["audit.events-0"]
-    assert (data / TOPIC_CONFIGS_FILE).read_text() == ""
+    assert json.loads((data / TOPIC_CONFIGS_FILE).read_text()) == {"version": 1, "topics": {}}
     assert "orders" not in (data / RECOVERY_POINT_OFFSET_CHECKPOINT_FILE).read_text()
 
 

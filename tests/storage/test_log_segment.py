@@ -22,22 +22,13 @@ from kafkalog.records.memory import MemoryRecords
 from kafkalog.records.types import NO_TIMESTAMP, CompressionType, ControlRecordType, SimpleRecord
 from kafkalog.storage.file_records import FileRecords, TimestampAndOffset
 from kafkalog.storage.index import OffsetPosition, TimestampOffset
-from kafkalog.storage.log_segment import (
-    LogOffsetMetadata,
-    LogSegment,
-    LogSegments,
-    RollParams,
-    filename_prefix_from_offset,
-    is_index_file,
-    is_log_file,
+from kafkalog.storage.log_file_utils import (
     log_file,
-    offset_from_file,
-    offset_from_file_name,
     offset_index_file,
-    producer_snapshot_file,
     time_index_file,
     transaction_index_file,
 )
+from kafkalog.storage.log_segment import LogOffsetMetadata, LogSegment, LogSegments, RollParams
 from kafkalog.storage.txn_index import AbortedTxn
 
 INT_MAX = 2**31 - 1
@@ -630,29 +621,6 @@ def test_fetch_upper_bound_offset(make_segment) -> None:
     entries = seg.offset_index.entries_list()
     assert seg.fetch_upper_bound_offset(OffsetPosition(0, 0), entries[1].position + 1) == entries[2].offset
     assert seg.fetch_upper_bound_offset(OffsetPosition(0, 0), 10**6) is None
-
-
-# --- file naming ----------------------------------------------------------------------------------
-
-
-def test_file_names(tmp_path: Path) -> None:
-    assert filename_prefix_from_offset(0) == "00000000000000000000"
-    assert filename_prefix_from_offset(170410) == "00000000000000170410"
-    assert filename_prefix_from_offset(2**63 - 1) == "09223372036854775807"
-    assert filename_prefix_from_offset(-1) == "-00000000000000000001"  # as Java's NumberFormat
-    assert log_file(tmp_path, 100) == tmp_path / "00000000000000000100.log"
-    assert offset_index_file(tmp_path, 100, ".swap") == tmp_path / "00000000000000000100.index.swap"
-    assert time_index_file(tmp_path, 5).name == "00000000000000000005.timeindex"
-    assert transaction_index_file(tmp_path, 5).name == "00000000000000000005.txnindex"
-    assert producer_snapshot_file(tmp_path, 108).name == "00000000000000000108.snapshot"
-    assert offset_from_file_name("00000000000000000100.log.deleted") == 100
-    assert offset_from_file(tmp_path / "00000000000000170410.index") == 170410
-    with pytest.raises(IllegalArgumentError):
-        offset_from_file_name("leader-epoch-checkpoint")
-    assert is_log_file(Path("x/00000000000000000000.log"))
-    assert not is_log_file(Path("00000000000000000000.log.swap"))
-    assert all(is_index_file(Path(f"0.{s}")) for s in ("index", "timeindex", "txnindex"))
-    assert not is_index_file(Path("0.log"))
 
 
 # --- LogSegments ----------------------------------------------------------------------------------

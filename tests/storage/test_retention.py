@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kafkalog.clock import MockTime
+from kafkalog.errors import IllegalArgumentError
 from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
 from kafkalog.records.types import NO_TIMESTAMP
 from kafkalog.storage.log import Log
@@ -181,3 +182,21 @@ def test_retention_after_reopen_uses_the_time_index(tmp_path: Path, time: MockTi
         assert log.delete_old_segments() == 0  # the first segment is only 2 h old
         time.sleep(4 * HOUR)
         assert log.delete_old_segments() == 2
+
+
+def test_delete_segments_takes_only_the_oldest_and_always_leaves_a_segment(
+    tmp_path: Path, time: MockTime
+) -> None:
+    with make_log(tmp_path, time, [T0] * 9, retention_ms=-1) as log:
+        first, second, third = list(log.segments)
+        with pytest.raises(IllegalArgumentError, match="oldest segments"):
+            log.delete_segments([second], "a test")
+        assert log.segments.base_offsets() == [0, 3, 6]
+        assert log.delete_segments([first], "a test") == 1
+        assert (log.segments.base_offsets(), log.log_start_offset) == ([3, 6], 3)
+        # All of them: an empty segment is rolled at the log end first, and the log starts there.
+        assert log.delete_segments([second, third], "a test") == 2
+        assert (log.segments.base_offsets(), log.log_start_offset, log.log_end_offset) == ([9], 9, 9)
+        assert files(log, ".log.deleted") == [
+            "00000000000000000000.log.deleted", "00000000000000000003.log.deleted",
+            "00000000000000000006.log.deleted"]

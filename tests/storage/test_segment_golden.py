@@ -12,12 +12,8 @@ import pytest
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.memory import iter_batches
 from kafkalog.storage.index import OffsetPosition, TimestampOffset
-from kafkalog.storage.log_segment import (
-    LogSegment,
-    log_file,
-    offset_index_file,
-    time_index_file,
-)
+from kafkalog.storage.log_file_utils import log_file, offset_index_file, time_index_file
+from kafkalog.storage.log_segment import LogSegment
 from tests.storage.conftest import T0
 
 S1_INTERVAL = 100

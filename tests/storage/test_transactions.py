@@ -21,8 +21,8 @@ from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
 from kafkalog.records.control import EndTransactionMarker
 from kafkalog.records.types import ControlRecordType
 from kafkalog.records.validator import AppendOrigin
-from kafkalog.storage.checkpoint import ProducerSnapshot
 from kafkalog.storage.log import FetchIsolation, Log
+from kafkalog.storage.producer_snapshot import ProducerSnapshot
 from kafkalog.storage.txn_index import AbortedTxn
 from tests.storage.conftest import T0, config
 

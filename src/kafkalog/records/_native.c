@@ -1598,11 +1598,353 @@ static PyObject *murmur2(PyObject *self, PyObject *arg)
     return PyLong_FromLong((int32_t)h);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The log cleaner's key -> offset table (storage/cleaner/offset_map.py), probed from a records area
+ *
+ * The table is three caller-owned arrays of `slots` entries: the high and low 64 bits of a key's
+ * MD5 digest (read big-endian from the digest, as struct ">QQ" does) and the offset.  An entry
+ * whose halves are both 0 is empty.  A key's first slot is high % slots; collisions probe the next
+ * slot (wrapping).  offset_map.py does exactly the same in Python (the parity tests compare the
+ * tables); this saves the per-record Python objects and loop of the cleaner's two passes.
+ * MD5 is RFC 1321's, written from the RFC.
+ * ------------------------------------------------------------------------------------------- */
+
+#include <math.h>
+
+static uint32_t md5_k[64];
+static const uint8_t md5_r[64] = {
+    7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
+    5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
+    4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
+    6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
+};
+
+static void md5_init_table(void)
+{
+    /* RFC 1321: K[i] = floor(2^32 * |sin(i + 1)|) */
+    for (int i = 0; i < 64; i++)
+        md5_k[i] = (uint32_t)(fabs(sin((double)(i + 1))) * 4294967296.0);
+}
+
+static inline uint32_t rotl32(uint32_t x, int c)
+{
+    return (x << c) | (x >> (32 - c));
+}
+
+/* One 64-byte block: four rounds of sixteen steps, each round its own loop (no branch per step). */
+#define MD5_STEP(f, g)                                            \
+    do {                                                          \
+        uint32_t t_ = (f) + a + md5_k[i] + m[(g)];                \
+        a = d;                                                    \
+        d = c;                                                    \
+        c = b;                                                    \
+        b = b + rotl32(t_, md5_r[i]);                             \
+    } while (0)
+
+static void md5_block(uint32_t st[4], const uint8_t *p)
+{
+    uint32_t m[16];
+    for (int i = 0; i < 16; i++)
+        m[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16
+               | (uint32_t)p[4 * i + 3] << 24;
+    uint32_t a = st[0], b = st[1], c = st[2], d = st[3];
+    int i = 0;
+    for (; i < 16; i++)
+        MD5_STEP((b & c) | (~b & d), i);
+    for (; i < 32; i++)
+        MD5_STEP((d & b) | (~d & c), (5 * i + 1) & 15);
+    for (; i < 48; i++)
+        MD5_STEP(b ^ c ^ d, (3 * i + 5) & 15);
+    for (; i < 64; i++)
+        MD5_STEP(c ^ (b | ~d), (7 * i) & 15);
+    st[0] += a;
+    st[1] += b;
+    st[2] += c;
+    st[3] += d;
+}
+
+/* The digest of d[0, n) as its two big-endian 64-bit halves. */
+static void md5_halves(const uint8_t *d, Py_ssize_t n, uint64_t *hi, uint64_t *lo)
+{
+    uint32_t st[4] = {0x67452301u, 0xefcdab89u, 0x98badcfeu, 0x10325476u};
+    Py_ssize_t full = n / 64;
+    for (Py_ssize_t i = 0; i < full; i++)
+        md5_block(st, d + 64 * i);
+    uint8_t tail[128];
+    Py_ssize_t rest = n - 64 * full;
+    memcpy(tail, d + 64 * full, (size_t)rest);
+    tail[rest] = 0x80;
+    Py_ssize_t tail_len = rest < 56 ? 64 : 128;
+    memset(tail + rest + 1, 0, (size_t)(tail_len - rest - 1));
+    uint64_t bits = (uint64_t)n * 8;
+    for (int i = 0; i < 8; i++)
+        tail[tail_len - 8 + i] = (uint8_t)(bits >> (8 * i));
+    md5_block(st, tail);
+    if (tail_len == 128)
+        md5_block(st, tail + 64);
+    uint8_t digest[16];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            digest[4 * i + j] = (uint8_t)(st[i] >> (8 * j));
+    uint64_t h = 0, l = 0;
+    for (int i = 0; i < 8; i++) {
+        h = h << 8 | digest[i];
+        l = l << 8 | digest[8 + i];
+    }
+    *hi = h;
+    *lo = l;
+}
+
+typedef struct {
+    Py_buffer hi, lo, offs;
+    int opened;
+    Py_ssize_t slots;
+} Table;
+
+static void table_close(Table *t)
+{
+    if (t->opened >= 1)
+        PyBuffer_Release(&t->hi);
+    if (t->opened >= 2)
+        PyBuffer_Release(&t->lo);
+    if (t->opened >= 3)
+        PyBuffer_Release(&t->offs);
+    t->opened = 0;
+}
+
+static int table_open(PyObject *hi, PyObject *lo, PyObject *offs, Table *t)
+{
+    t->opened = 0;
+    if (PyObject_GetBuffer(hi, &t->hi, PyBUF_WRITABLE) < 0)
+        return -1;
+    t->opened = 1;
+    if (PyObject_GetBuffer(lo, &t->lo, PyBUF_WRITABLE) < 0)
+        goto fail;
+    t->opened = 2;
+    if (PyObject_GetBuffer(offs, &t->offs, PyBUF_WRITABLE) < 0)
+        goto fail;
+    t->opened = 3;
+    t->slots = t->hi.len / 8;
+    if (t->slots < 1 || t->hi.len % 8 || t->lo.len != t->hi.len || t->offs.len != t->hi.len) {
+        PyErr_SetString(PyExc_ValueError, "the offset map arrays must hold the same number of 8-byte entries");
+        goto fail;
+    }
+    return 0;
+fail:
+    table_close(t);
+    return -1;
+}
+
+/* The slot holding (h, l), or the empty slot where it would go. */
+static inline Py_ssize_t table_find(const Table *t, uint64_t h, uint64_t l, long long *probes)
+{
+    const uint64_t *hs = (const uint64_t *)t->hi.buf, *ls = (const uint64_t *)t->lo.buf;
+    Py_ssize_t slots = t->slots;
+    Py_ssize_t slot = (Py_ssize_t)(h % (uint64_t)slots);
+    for (;;) {
+        (*probes)++;
+        uint64_t found = hs[slot];
+        if ((found == h && ls[slot] == l) || (found == 0 && ls[slot] == 0))
+            return slot;
+        if (++slot == slots)
+            slot = 0;
+    }
+}
+
+PyDoc_STRVAR(offset_map_put_v2_doc,
+"offset_map_put_v2(data, pos, count, base_offset, hi, lo, offsets, start_offset, max_entries,\n"
+"                  entries, latest) -> (consumed, entries, latest, lookups, probes)\n\n"
+"Walk `count` records of data[pos:] (checked like decode_v2) and map each keyed record with\n"
+"offset >= start_offset to its offset, stopping at the first such record met once `entries`\n"
+"reaches max_entries (consumed is then its index; else count).");
+
+static PyObject *offset_map_put_v2(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t pos, count, max_entries, entries;
+    long long base_offset, start_offset, latest;
+    PyObject *hi, *lo, *offs;
+    if (!PyArg_ParseTuple(args, "y*nnLOOOLnnL:offset_map_put_v2", &buf, &pos, &count, &base_offset, &hi, &lo,
+                          &offs, &start_offset, &max_entries, &entries, &latest))
+        return NULL;
+    PyObject *result = NULL;
+    Table t;
+    if (table_open(hi, lo, offs, &t) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    if (max_entries > t.slots - 1)
+        max_entries = t.slots - 1; /* one slot stays empty so that probing ends */
+    Py_ssize_t cap;
+    if (area_bounds(&buf, pos, count, &cap) < 0)
+        goto done;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    Py_ssize_t end = buf.len;
+    Err e = {0, 0, 0};
+    Rec r;
+    long long lookups = 0, probes = 0;
+    Py_ssize_t consumed = count;
+    uint64_t *hs = (uint64_t *)t.hi.buf, *ls = (uint64_t *)t.lo.buf;
+    int64_t *os = (int64_t *)t.offs.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
+            if (i >= cap)
+                e.code = E_EOF;
+            raise_err(&e, i);
+            goto done;
+        }
+        int64_t offset = add64(base_offset, r.offset_delta);
+        if (r.key_len < 0 || offset < start_offset)
+            continue;
+        if (entries >= max_entries) {
+            consumed = i;
+            break;
+        }
+        uint64_t h, l;
+        md5_halves(d + r.key_pos, r.key_len, &h, &l);
+        lookups++;
+        Py_ssize_t slot = table_find(&t, h, l, &probes);
+        if (hs[slot] == 0 && ls[slot] == 0) {
+            hs[slot] = h;
+            ls[slot] = l;
+            entries++;
+        }
+        os[slot] = offset;
+        latest = offset;
+    }
+    if (consumed == count && check_area_end(pos, end, count, &e) < 0) {
+        raise_err(&e, -1);
+        goto done;
+    }
+    result = Py_BuildValue("(nnLLL)", consumed, entries, latest, lookups, probes);
+done:
+    table_close(&t);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+PyDoc_STRVAR(offset_map_retain_v2_doc,
+"offset_map_retain_v2(data, pos, count, base_offset, base_timestamp, log_append_time, hi, lo,\n"
+"                     offsets, latest_offset, retain_deletes)\n"
+"    -> (kept, superseded, tombstones, keyless, kept_tombstone)\n\n"
+"The cleaner's record rule over `count` records of data[pos:]: a record stays if its offset is\n"
+"past latest_offset, else if it is keyed, not older than its key's mapped offset, and has a value\n"
+"or retain_deletes.  kept is None when every record stays, else a list of\n"
+"(offset, timestamp, key, value, headers) of those that do (headers as decode_v2 gives them).\n"
+"The counts say why the others went; kept_tombstone whether a kept record has a null value.");
+
+static PyObject *offset_map_retain_v2(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t pos, count;
+    long long base_offset, base_ts, latest;
+    PyObject *lat_obj, *hi, *lo, *offs;
+    int retain_deletes;
+    if (!PyArg_ParseTuple(args, "y*nnLLOOOOLp:offset_map_retain_v2", &buf, &pos, &count, &base_offset,
+                          &base_ts, &lat_obj, &hi, &lo, &offs, &latest, &retain_deletes))
+        return NULL;
+    PyObject *result = NULL, *kept = NULL;
+    Table t;
+    if (table_open(hi, lo, offs, &t) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    Py_ssize_t cap;
+    if (area_bounds(&buf, pos, count, &cap) < 0)
+        goto done;
+    int have_lat = lat_obj != Py_None;
+    long long lat = 0;
+    if (have_lat) {
+        lat = PyLong_AsLongLong(lat_obj);
+        if (lat == -1 && PyErr_Occurred())
+            goto done;
+    }
+    kept = PyList_New(0);
+    if (kept == NULL)
+        goto done;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    Py_ssize_t end = buf.len;
+    Err e = {0, 0, 0};
+    Rec r;
+    long long probes = 0, superseded = 0, tombstones = 0, keyless = 0;
+    int kept_tombstone = 0;
+    const int64_t *os = (const int64_t *)t.offs.buf;
+    const uint64_t *hs = (const uint64_t *)t.hi.buf, *ls = (const uint64_t *)t.lo.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
+            if (i >= cap)
+                e.code = E_EOF;
+            raise_err(&e, i);
+            goto done;
+        }
+        int64_t offset = add64(base_offset, r.offset_delta);
+        int keep;
+        if (offset > latest) {
+            keep = 1;
+        } else if (r.key_len < 0) {
+            keep = 0;
+            keyless++;
+        } else {
+            uint64_t h, l;
+            md5_halves(d + r.key_pos, r.key_len, &h, &l);
+            Py_ssize_t slot = table_find(&t, h, l, &probes);
+            int64_t found = (hs[slot] == 0 && ls[slot] == 0) ? -1 : os[slot];
+            if (offset < found) {
+                keep = 0;
+                superseded++;
+            } else if (r.value_len >= 0 || retain_deletes) {
+                keep = 1;
+            } else {
+                keep = 0;
+                tombstones++;
+            }
+        }
+        if (!keep)
+            continue;
+        kept_tombstone |= r.value_len < 0;
+        PyObject *k = bytes_or_none(d, r.key_pos, r.key_len);
+        PyObject *v = k ? bytes_or_none(d, r.value_pos, r.value_len) : NULL;
+        PyObject *hs_t = v ? (r.header_count > 0 ? headers_tuple(d, end, &r) : PyTuple_New(0)) : NULL;
+        if (hs_t == NULL) {
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            goto done;
+        }
+        /* "N" hands k, v and hs_t over to the tuple (and releases them if it cannot be built). */
+        PyObject *item = Py_BuildValue("(LLNNN)", (long long)offset,
+                                       have_lat ? lat : (long long)add64(base_ts, r.ts_delta), k, v, hs_t);
+        if (item == NULL)
+            goto done;
+        if (PyList_Append(kept, item) < 0) {
+            Py_DECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+    }
+    if (check_area_end(pos, end, count, &e) < 0) {
+        raise_err(&e, -1);
+        goto done;
+    }
+    if (PyList_GET_SIZE(kept) == count) {
+        Py_DECREF(kept);
+        Py_INCREF(Py_None);
+        kept = Py_None;
+    }
+    result = Py_BuildValue("(OLLLO)", kept, superseded, tombstones, keyless, kept_tombstone ? Py_True : Py_False);
+done:
+    Py_XDECREF(kept);
+    table_close(&t);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"decode_v2", decode_v2, METH_VARARGS, decode_v2_doc},
     {"summarize_v2", summarize_v2, METH_VARARGS, summarize_v2_doc},
     {"encode_v2", encode_v2, METH_VARARGS, encode_v2_doc},
     {"murmur2", murmur2, METH_O, murmur2_doc},
+    {"offset_map_put_v2", offset_map_put_v2, METH_VARARGS, offset_map_put_v2_doc},
+    {"offset_map_retain_v2", offset_map_retain_v2, METH_VARARGS, offset_map_retain_v2_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1618,6 +1960,7 @@ PyMODINIT_FUNC PyInit__native(void)
 {
     if (PyType_Ready(&AccType) < 0)
         return NULL;
+    md5_init_table();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

@@ -126,13 +126,13 @@ class ColumnAccumulator:
             entry = batch.buffer
             attributes = batch.attributes
             ts_type = batch.timestamp_type
-            data, pos = default_batch.records_area(entry, attributes)
+            where = default_batch.batch_where(batch.position, batch.base_offset)
+            data, pos = default_batch.records_area(entry, attributes, where)
             try:
                 return self._impl.add_v2(
                     data, pos, count, batch.base_offset, batch.base_timestamp, int(ts_type),
                     batch.max_timestamp if ts_type is TimestampType.LOG_APPEND_TIME else None, lo, hi)
             except ValueError as e:
-                where = default_batch.batch_where(batch.position, batch.base_offset)
                 raise default_batch.native_error(e, where) from None
         return self.add_columns(batch.decode_columns(), start, end)
 

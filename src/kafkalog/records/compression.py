@@ -7,7 +7,7 @@
 * lz4: Kafka's LZ4 frame (FLG 0x60, BD 0x40, independent 64 KiB blocks, no checksums) built on
   cramjam's block functions. For magic 0 the header checksum is Kafka 0.8's broken one (computed
   over the frame magic too) and is not checked on read. Readers accept other writers' flags
-  (content size, content checksum, block checksums, other block sizes).
+  (content size, content checksum, block checksums, other block sizes, linked blocks).
 * zstd: a standard zstd frame; only with magic 2.
 
 Compressed bytes are not reproducible across implementations; only the decompressed payload is.
@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import cramjam
 import xxhash
+import zstandard
 
 from kafkalog.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kafkalog.records.types import MAGIC_V0, MAGIC_V2, CompressionType
@@ -32,11 +33,13 @@ __all__ = ["MAX_DECOMPRESSED_BYTES", "compress", "decompress"]
 
 BytesLike = bytes | bytearray | memoryview
 
-# A records area that decompresses to more than this is refused rather than materialised: gzip,
-# lz4 and zstd can expand a few bytes into megabytes (64 MiB of zeros is a 2 KiB zstd frame), so a
-# forged or damaged 1 MiB batch could otherwise ask for tens of gigabytes. No Kafka batch comes
-# near it (max.message.bytes limits the compressed size, 1 MiB by default). Bounded as it is
-# produced: memory never exceeds the limit by more than one step of the decompressor.
+# A records area that decompresses to more than this is refused rather than materialised: every
+# codec can expand a few bytes into megabytes (64 MiB of zeros is a 2 KiB zstd frame, ~3 MiB of
+# snappy), so a forged or damaged 1 MiB batch could otherwise ask for tens of gigabytes. No Kafka
+# batch comes near it (max.message.bytes limits the compressed size, 1 MiB by default). Bounded as
+# it is produced, for every codec and framing: memory never exceeds the limit by more than one
+# block of the codec (gzip: nothing; snappy: nothing, the declared length is checked first; lz4:
+# one block; zstd: one 128 KiB block). Read at each call, so tests can lower it.
 MAX_DECOMPRESSED_BYTES = 1 << 30
 
 
@@ -45,6 +48,7 @@ def _too_big(codec: str) -> CorruptRecordError:
         f"{codec} data decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes: refused (a damaged or "
         "forged batch; no Kafka batch comes near this)"
     )
+
 
 # --- gzip --------------------------------------------------------------------------------------
 
@@ -71,11 +75,13 @@ def _gzip_decompress(data: BytesLike) -> bytes:
     room = MAX_DECOMPRESSED_BYTES
     try:
         while True:
-            # wbits 31 = gzip wrapper, header and CRC/ISIZE trailer checked by zlib.
+            # wbits 31 = gzip wrapper, header and CRC/ISIZE trailer checked by zlib. One byte more
+            # than the room is asked for (a max_length of 0 would mean "no limit"): getting it, or
+            # leaving input unconsumed, means the data goes beyond the limit.
             inflater = zlib.decompressobj(31)
-            out.append(inflater.decompress(rest, room))
+            out.append(inflater.decompress(rest, room + 1))
             room -= len(out[-1])
-            if inflater.unconsumed_tail:
+            if room < 0 or inflater.unconsumed_tail:
                 raise _too_big("gzip")
             if not inflater.eof:
                 raise CorruptRecordError("Truncated gzip stream (no end of deflate data)")
@@ -110,7 +116,10 @@ def _snappy_compress(data: BytesLike) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_raw_decompress(block: BytesLike) -> bytes:
+def _snappy_raw_decompress(block: BytesLike, room: int) -> bytes:
+    """One raw snappy block, refused before anything is allocated if its preamble declares more
+    than ``room`` bytes (the decompressor allocates exactly the declared length and fails if the
+    data does not fill it)."""
     # The raw format starts with the uncompressed length as an unsigned LEB128 varint (<= 32 bits).
     declared = 0
     shift = 0
@@ -128,6 +137,8 @@ def _snappy_raw_decompress(block: BytesLike) -> bytes:
         raise CorruptRecordError(
             f"Snappy block of {len(block)} bytes claims {declared} uncompressed bytes, which is impossible"
         )
+    if declared > room:
+        raise _too_big("snappy")
     try:
         return bytes(cramjam.snappy.decompress_raw(block))
     except cramjam.DecompressionError as e:
@@ -136,8 +147,9 @@ def _snappy_raw_decompress(block: BytesLike) -> bytes:
 
 def _snappy_decompress(data: BytesLike) -> bytes:
     view = memoryview(data)
+    room = MAX_DECOMPRESSED_BYTES
     if bytes(view[:8]) != _XERIAL_MAGIC:
-        return _snappy_raw_decompress(view)
+        return _snappy_raw_decompress(view, room)
     if len(view) < 16:
         raise CorruptRecordError("Truncated xerial snappy header")
     out: list[bytes] = []
@@ -152,7 +164,8 @@ def _snappy_decompress(data: BytesLike) -> bytes:
             raise CorruptRecordError(
                 f"Xerial snappy block at byte {pos - 4} claims {length} bytes, {end - pos} remain"
             )
-        out.append(_snappy_raw_decompress(view[pos : pos + length]))
+        out.append(_snappy_raw_decompress(view[pos : pos + length], room))
+        room -= len(out[-1])
         pos += length
     return out[0] if len(out) == 1 else b"".join(out)
 
@@ -167,6 +180,8 @@ _LZ4_UNCOMPRESSED = 0x80000000
 _U32LE = struct.Struct("<I")
 _LZ4_BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
 _lz4_local = threading.local()
+_LZ4_WINDOW = 64 * 1024  # how far back an lz4 match can reach
+_LZ4_LINKED_FLG = 0x40  # version 01, linked blocks, no checksums, no content size
 
 
 def _lz4_header_checksum(descriptor: bytes) -> int:
@@ -200,6 +215,24 @@ def _lz4_compress(data: BytesLike, magic: int, level: int | None) -> bytes:
     return b"".join(parts)
 
 
+def _lz4_linked_block(window: bytes, block: BytesLike, bd: int, at: int) -> bytes:
+    """Decode one block of a linked-block frame, whose matches may reach into ``window`` (the
+    previous output). cramjam has no block decoder with a dictionary, so the block is decoded as
+    the second block of a small frame whose first block is the window, stored uncompressed: the
+    frame decoder then produces at most the window and one block, never more."""
+    flg_bd = bytes((_LZ4_LINKED_FLG, bd))
+    frame = b"".join((
+        _LZ4_MAGIC, flg_bd, bytes((_lz4_header_checksum(flg_bd),)),
+        _U32LE.pack(len(window) | _LZ4_UNCOMPRESSED), window,
+        _U32LE.pack(len(block)), block,
+        b"\x00\x00\x00\x00",
+    ))
+    try:
+        return bytes(memoryview(cramjam.lz4.decompress(frame))[len(window):])
+    except cramjam.DecompressionError as e:
+        raise CorruptRecordError(f"Invalid lz4 block at byte {at}: {e}") from None
+
+
 def _lz4_decompress(data: BytesLike, magic: int) -> bytes:
     view = memoryview(data)
     end = len(view)
@@ -230,13 +263,6 @@ def _lz4_decompress(data: BytesLike, magic: int) -> bytes:
                 f"lz4 frame header checksum mismatch (stored {view[pos]:#04x}, computed {expected:#04x})"
             )
     pos += 1
-    if not independent:
-        # Dependent blocks need the previous block as dictionary; with a valid standard header
-        # cramjam's frame decoder handles them.
-        try:
-            return bytes(cramjam.lz4.decompress(view))
-        except cramjam.DecompressionError as e:
-            raise CorruptRecordError(f"Invalid lz4 frame: {e}") from None
     out: list[bytes] = []
     # One zero-filled scratch buffer per thread and block size: allocating 64 KiB per batch costs
     # more than decompressing a typical batch.
@@ -247,7 +273,9 @@ def _lz4_decompress(data: BytesLike, magic: int) -> bytes:
     if scratch is None:
         scratch = scratches[block_max] = memoryview(bytearray(block_max))
     decompress_into = cramjam.lz4.decompress_block_into
+    limit = MAX_DECOMPRESSED_BYTES
     total = 0
+    window = b""  # linked blocks: the last 64 KiB of output, which the next block may refer to
     while True:
         if end - pos < 4:
             raise CorruptRecordError(f"Truncated lz4 frame: no block size at byte {pos}")
@@ -268,18 +296,23 @@ def _lz4_decompress(data: BytesLike, magic: int) -> bytes:
             if _U32LE.unpack_from(view, pos)[0] != xxhash.xxh32_intdigest(block, 0):
                 raise CorruptRecordError(f"lz4 block checksum mismatch at byte {pos}")
             pos += 4
-        # Each block expands to at most block_max bytes, but tiny blocks can each ask for that much.
-        total += block_max
-        if total > MAX_DECOMPRESSED_BYTES:
-            raise _too_big("lz4")
         if word & _LZ4_UNCOMPRESSED:
-            out.append(bytes(block))
-            continue
-        try:
-            n = decompress_into(block, scratch)
-        except cramjam.DecompressionError as e:
-            raise CorruptRecordError(f"Invalid lz4 block at byte {pos - size}: {e}") from None
-        out.append(scratch[:n].tobytes())
+            piece = bytes(block)
+        elif independent or not window:
+            # Into a block-sized buffer: a block never produces more than one block (the bound).
+            try:
+                n = decompress_into(block, scratch)
+            except cramjam.DecompressionError as e:
+                raise CorruptRecordError(f"Invalid lz4 block at byte {pos - size}: {e}") from None
+            piece = scratch[:n].tobytes()
+        else:
+            piece = _lz4_linked_block(window, block, bd, pos - size)
+        total += len(piece)
+        if total > limit:
+            raise _too_big("lz4")
+        out.append(piece)
+        if not independent:
+            window = (window + piece)[-_LZ4_WINDOW:]
     # Kafka skips a content checksum without checking it; so do we, but it must be there.
     if content_checksum and end - pos < 4:
         raise CorruptRecordError("Truncated lz4 frame: missing content checksum")
@@ -288,15 +321,13 @@ def _lz4_decompress(data: BytesLike, magic: int) -> bytes:
 
 # --- zstd ---------------------------------------------------------------------------------------
 
-# cramjam creates a fresh zstd context per call, which costs ~40 us per batch; the optional
-# ``zstandard`` package lets us reuse one context per thread (4-5x faster for typical batches).
-try:
-    import zstandard as _zstandard
-except ImportError:  # pragma: no cover - exercised only where zstandard is absent
-    _zstandard = None
+# ``zstandard`` (a dependency), not cramjam: cramjam creates a fresh zstd context per call (~40 us a
+# batch) where zstandard reuses one per thread (4-5x faster for typical batches), and cramjam's
+# one-shot decoder cannot stop at the decompression bound.
 
 _zstd_local = threading.local()
-_ZSTD_SLICE = 4096
+_ZSTD_MAX_RATIO = 32 * 1024  # a 4-byte RLE block decompresses to 128 KiB
+_ZSTD_MIN_SLICE = 4
 
 
 def _zstd_compress(data: BytesLike, level: int | None) -> bytes:
@@ -304,52 +335,50 @@ def _zstd_compress(data: BytesLike, level: int | None) -> bytes:
         level = 3
     if not -131072 <= level <= 22:
         raise UnsupportedCompressionTypeError(f"zstd compression level {level} is not in -131072..22")
-    if _zstandard is not None:
-        compressors = getattr(_zstd_local, "compressors", None)
-        if compressors is None:
-            compressors = _zstd_local.compressors = {}
-        compressor = compressors.get(level)
-        if compressor is None:
-            compressor = compressors[level] = _zstandard.ZstdCompressor(level=level)
-        return compressor.compress(data)
-    return bytes(cramjam.zstd.compress(data, level=level))
+    compressors = getattr(_zstd_local, "compressors", None)
+    if compressors is None:
+        compressors = _zstd_local.compressors = {}
+    compressor = compressors.get(level)
+    if compressor is None:
+        compressor = compressors[level] = zstandard.ZstdCompressor(level=level)
+    return compressor.compress(data)
 
 
 def _zstd_decompress(data: BytesLike) -> bytes:
-    if _zstandard is None:
-        try:
-            return bytes(cramjam.zstd.decompress(data))
-        except cramjam.DecompressionError as e:
-            raise CorruptRecordError(f"Invalid zstd data: {e}") from None
     decompressor = getattr(_zstd_local, "decompressor", None)
     if decompressor is None:
-        decompressor = _zstd_local.decompressor = _zstandard.ZstdDecompressor()
+        decompressor = _zstd_local.decompressor = zstandard.ZstdDecompressor()
+    limit = MAX_DECOMPRESSED_BYTES
     out: list[bytes] = []
-    rest: BytesLike = data
+    view = memoryview(data)
+    pos = 0
+    end = len(view)
     produced = 0
+    if not end:
+        raise CorruptRecordError("Truncated zstd frame (no data)")
     try:
-        while True:
-            # Streaming, so a forged frame content size never sizes an allocation; fed in slices so
-            # that the output can be bounded as it grows (a slice expands to at most ~128 MiB).
+        while pos < end:
+            # Streaming, so a forged frame content size never sizes an allocation. The input is fed
+            # in slices no bigger than what could, at the codec's densest (a 4-byte RLE block
+            # makes 128 KiB), fill the room still left: past the limit by at most one block.
             stream = decompressor.decompressobj()
-            view = memoryview(rest)
-            for start in range(0, len(view), _ZSTD_SLICE):
-                piece = stream.decompress(view[start : start + _ZSTD_SLICE])
+            while pos < end:
+                step = max(_ZSTD_MIN_SLICE, (limit - produced) // _ZSTD_MAX_RATIO)
+                piece = stream.decompress(view[pos : pos + step])
+                fed = min(step, end - pos)
+                pos += fed
                 produced += len(piece)
-                if produced > MAX_DECOMPRESSED_BYTES:
+                if produced > limit:
                     raise _too_big("zstd")
                 if piece:
                     out.append(piece)
                 if stream.eof:
+                    # What the frame did not use of the last slice belongs to the next frame.
+                    pos -= len(stream.unused_data)
                     break
             if not stream.eof:
                 raise CorruptRecordError("Truncated zstd frame")
-            rest = stream.unused_data
-            if start + _ZSTD_SLICE < len(view):
-                rest = rest + bytes(view[start + _ZSTD_SLICE :])
-            if not rest:
-                break
-    except _zstandard.ZstdError as e:
+    except zstandard.ZstdError as e:
         raise CorruptRecordError(f"Invalid zstd data: {e}") from None
     if not out:
         return b""

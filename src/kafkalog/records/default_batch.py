@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from crc32c import crc32c
 
-from kafkalog.errors import InvalidRecordError
+from kafkalog.errors import CorruptRecordError, InvalidRecordError
 from kafkalog.records import compression
 from kafkalog.records.native import native
 from kafkalog.records.types import (
@@ -337,12 +337,16 @@ def summarize_records_area(
     )
 
 
-def records_area(entry: memoryview, attributes: int) -> tuple[BytesLike, int]:
-    """(buffer, position) of a v2 batch's records: in place, or decompressed."""
+def records_area(entry: memoryview, attributes: int, where: str) -> tuple[BytesLike, int]:
+    """(buffer, position) of a v2 batch's records: in place, or decompressed. ``where`` (see
+    ``batch_where``) names the batch in a decompression error."""
     codec = attributes & COMPRESSION_CODEC_MASK
     if codec == 0:
         return entry, RECORD_BATCH_OVERHEAD
-    return compression.decompress(codec, entry[RECORD_BATCH_OVERHEAD:], MAGIC_V2), 0
+    try:
+        return compression.decompress(codec, entry[RECORD_BATCH_OVERHEAD:], MAGIC_V2), 0
+    except CorruptRecordError as e:
+        raise CorruptRecordError(f"{e} ({where})") from None
 
 
 def batch_where(position: int, base_offset: int) -> str:
@@ -363,7 +367,7 @@ def summarize_records(
     check_record_count(count, where)
     if count == 0:
         return RecordsSummary(0, NO_TIMESTAMP, NO_TIMESTAMP, False, False, True)
-    data, start = records_area(entry, attributes)
+    data, start = records_area(entry, attributes, where)
     return summarize_records_area(data, start, count, base_timestamp, where)
 
 
@@ -384,7 +388,7 @@ def decode_columns(
     check_record_count(count, where)
     if count == 0:
         return RecordColumns([], [], ts_type, [], [], [], [], [])
-    data, start = records_area(entry, attributes)
+    data, start = records_area(entry, attributes, where)
     log_append_time = max_timestamp if ts_type is TimestampType.LOG_APPEND_TIME else None
     if native is not None:
         decode = decode_records_area_native

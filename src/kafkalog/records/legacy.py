@@ -189,7 +189,10 @@ def _wrapper_and_inner(entry: memoryview, position: int) -> tuple[LegacyMessage,
         raise InvalidRecordError(
             f"Found invalid compressed record set with null value (magic = {wrapper_magic}, {where})"
         )
-    data = memoryview(compression.decompress(codec, wrapper.value, wrapper_magic))
+    try:
+        data = memoryview(compression.decompress(codec, wrapper.value, wrapper_magic))
+    except CorruptRecordError as e:
+        raise CorruptRecordError(f"{e} (compressed wrapper with offset {offset}, {where})") from None
     inner: list[LegacyMessage] = []
     pos = 0
     end = len(data)

@@ -34,6 +34,7 @@ from kafkalog.records.default_batch import (
 from kafkalog.records.legacy import LegacyBatchBuilder
 from kafkalog.records.native import native
 from kafkalog.records.types import (
+    DELETE_HORIZON_FLAG_MASK,
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
@@ -271,6 +272,7 @@ class MemoryRecordsBuilder:
         "_built",
         "_compression",
         "_compression_level",
+        "_delete_horizon_ms",
         "_is_control",
         "_is_transactional",
         "_last_offset",
@@ -302,6 +304,7 @@ class MemoryRecordsBuilder:
         is_control: bool = False,
         partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
         compression_level: int | None = None,
+        delete_horizon_ms: int = NO_TIMESTAMP,
     ) -> None:
         if magic not in (MAGIC_V0, MAGIC_V1, MAGIC_V2):
             raise InvalidRecordError(f"Unsupported magic {magic}")
@@ -318,7 +321,12 @@ class MemoryRecordsBuilder:
                 )
             if is_control:
                 raise UnsupportedForMessageFormatError(f"Control records are not supported for magic {magic}")
+            if delete_horizon_ms != NO_TIMESTAMP:
+                raise UnsupportedForMessageFormatError(f"A delete horizon is not supported for magic {magic}")
         self._magic = magic
+        # KIP-534: a cleaned v2 batch holding tombstones or an empty transaction's marker carries
+        # the time they may be removed as its baseTimestamp, flagged by attribute bit 6.
+        self._delete_horizon_ms = delete_horizon_ms
         self._compression = codec
         self._compression_level = compression_level
         self._timestamp_type = timestamp_type
@@ -472,6 +480,18 @@ class MemoryRecordsBuilder:
     def append_record(self, record: SimpleRecord) -> int | None:
         return self.append(record.timestamp, record.key, record.value, record.headers)
 
+    def append_retained(
+        self,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Iterable[Header] = (),
+    ) -> None:
+        """Kafka's ``append(Record)``: a record copied from another batch at its own offset, a control
+        record when this is a control batch (the log cleaner rebuilds batches this way)."""
+        self.append_with_offset(offset, timestamp, key, value, headers)
+
     def append_many(
         self,
         timestamps: Sequence[int],
@@ -588,7 +608,8 @@ class _DefaultMemoryRecordsBuilder(MemoryRecordsBuilder):
         self._parts: list[bytes] = []
         self._count = 0
         self._next = self._base_offset
-        self._first_ts: int | None = None
+        horizon = self._delete_horizon_ms
+        self._first_ts: int | None = None if horizon == NO_TIMESTAMP else horizon
         self._max_ts = NO_TIMESTAMP
         self._offset_of_max_ts = -1
         # True while plain data records may be appended (cleared by build; never set for control).
@@ -736,6 +757,23 @@ class _DefaultMemoryRecordsBuilder(MemoryRecordsBuilder):
         self._next = offset
         self.append(timestamp, key, value, headers)
 
+    def append_retained(
+        self,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Iterable[Header] = (),
+    ) -> None:
+        self._check_append(offset, self._is_control, timestamp)
+        was_open = self._open
+        self._open = True
+        self._next = offset
+        try:
+            self.append(timestamp, key, value, headers)
+        finally:
+            self._open = was_open
+
     def append_control_record(
         self, timestamp: int, control_type: ControlRecordType, value: bytes | None
     ) -> None:
@@ -759,7 +797,8 @@ class _DefaultMemoryRecordsBuilder(MemoryRecordsBuilder):
             records,
             base_offset=self._base_offset,
             last_offset_delta=last - self._base_offset,
-            attributes=compute_attributes(codec, ts_type, self._is_transactional, self._is_control),
+            attributes=compute_attributes(codec, ts_type, self._is_transactional, self._is_control)
+            | (DELETE_HORIZON_FLAG_MASK if self._delete_horizon_ms != NO_TIMESTAMP else 0),
             base_timestamp=self._first_ts,
             max_timestamp=self._log_append_time if ts_type is TimestampType.LOG_APPEND_TIME else self._max_ts,
             producer_id=self._producer_id,

@@ -2,10 +2,11 @@
 
 Planning (driver) needs topics, partitions, the earliest/latest offsets of each partition, the
 answer of the time index to "first offset with timestamp >= T" and batch boundaries to split
-ranges at; executors need the visible batches of one partition. All of it goes through
-``kafkalog.storage`` (``Log`` opened read-only, the data directory's checkpoint and topic-config
-files), so a writer in another process is never disturbed, and nothing here reads a ``.log`` file
-or parses bytes by itself.
+ranges at; executors need the visible batches of one partition (``Log.visible_batches``). All of
+it goes through ``kafkalog.storage`` (``partition_dirs.list_topic_partitions``, ``Log`` opened
+read-only, the data directory's checkpoint and topic-config files), so a writer in another process
+is never disturbed, and nothing here reads a ``.log`` file, parses bytes or a directory name by
+itself.
 
 Only the partitions a query touches are opened (a read-only ``LogManager`` would open every
 partition of every topic in the directory, for each task).
@@ -17,7 +18,7 @@ reads through the filesystem it gets.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,35 +28,15 @@ from kafkalog.spark.options import Subscription, TopicPartition
 from kafkalog.storage.filesystem import FileSystem, resolve_filesystem
 
 if TYPE_CHECKING:
-    from kafkalog.records.batch import RecordBatch
     from kafkalog.storage.log import Log
 
-__all__ = ["TopicCatalog", "data_location", "list_topic_partitions", "open_partition", "visible_batches"]
+__all__ = ["TopicCatalog", "data_location", "open_partition"]
 
 
 def data_location(path: str, fs_options: Mapping[str, str] | tuple[tuple[str, str], ...] = ()
                   ) -> tuple[FileSystem, Path]:
     """The filesystem (a new one, with its own fetch counters) and root of a data directory URI."""
     return resolve_filesystem(path, dict(fs_options))
-
-
-def list_topic_partitions(path: str, fs: FileSystem | None = None,
-                          root: Path | None = None) -> dict[str, list[int]]:
-    """``{topic: [partitions]}`` of the live partition directories, by LogManager's rules."""
-    from kafkalog.storage.checkpoint import PartitionDirKind, parse_partition_dir_name
-    from kafkalog.storage.log_manager import METADATA_TOPIC
-
-    if fs is None or root is None:
-        fs, root = data_location(path)
-    found: dict[str, list[int]] = {}
-    for child in fs.list_dir(root):
-        if not child.is_dir:
-            continue
-        parsed = parse_partition_dir_name(child.name)
-        if parsed.kind is not PartitionDirKind.LIVE or parsed.topic == METADATA_TOPIC or parsed.partition < 0:
-            continue
-        found.setdefault(parsed.topic, []).append(parsed.partition)
-    return {t: sorted(ps) for t, ps in sorted(found.items())}
 
 
 def _topic_configs(fs: FileSystem, root: Path) -> dict[str, dict[str, str]]:
@@ -97,34 +78,17 @@ def open_partition(path: str, topic: str, partition: int, *,
     return Log.open(directory, config, log_start_offset=log_start, read_only=True, fs=fs)
 
 
-def visible_batches(log: Log, start: int, end: int, read_committed: bool) -> Iterator[RecordBatch]:
-    """The data batches a consumer sees in [start, end): control batches hidden and, under
-    read_committed, only up to the last stable offset and without aborted transactions (the same
-    rules as ``Log.records``, but batch by batch so the caller can decode them column-wise)."""
-    from kafkalog.storage.log import AbortedFilter, FetchIsolation
-
-    if read_committed:
-        stop = min(end, log.last_stable_offset)
-        aborted = AbortedFilter(log.collect_aborted_transactions(start, stop))
-        for batch in log.batches(start, stop, isolation=FetchIsolation.TXN_COMMITTED):
-            if aborted.skip(batch) or batch.is_control:
-                continue
-            yield batch
-    else:
-        for batch in log.batches(start, end, isolation=FetchIsolation.HIGH_WATERMARK):
-            if not batch.is_control:
-                yield batch
-
-
 class TopicCatalog:
     """Read-only metadata of the topics in one data directory (a context manager)."""
 
     def __init__(self, path: str, fs_options: Mapping[str, str] | tuple[tuple[str, str], ...] = (), *,
                  location: tuple[FileSystem, Path] | None = None) -> None:
         self.path = path
+        from kafkalog.storage.partition_dirs import list_topic_partitions
+
         # ``location``: an existing data_location of ``path`` (to share its fetch counters).
         self.fs, self._root = location or data_location(path, fs_options)
-        self._layout = list_topic_partitions(path, self.fs, self._root)
+        self._layout = list_topic_partitions(self._root, fs=self.fs)
         self._logs: dict[TopicPartition, Log] = {}
         self._topic_configs: dict[str, dict[str, str]] | None = None
         self._log_start_offsets: dict[TopicPartition, int] | None = None

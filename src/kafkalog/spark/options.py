@@ -227,7 +227,8 @@ class SourceOptions:
     include_headers: bool = False
     read_committed: bool = False
     streaming: bool = False
-    filter_pushdown: bool = True
+    # None: decided where the reader is made, by whether Spark keeps pushdown plans per scan.
+    filter_pushdown: bool | None = None
     # s3.* options etc. for a remote ``path`` (storage.filesystem.resolve_filesystem), as given.
     filesystem_options: tuple[tuple[str, str], ...] = ()
 
@@ -511,7 +512,11 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
 
     fail_on_data_loss = _parse_bool(FAIL_ON_DATA_LOSS, opts.get(FAIL_ON_DATA_LOSS.lower(), "true"))
     include_headers = _parse_bool(INCLUDE_HEADERS, opts.get(INCLUDE_HEADERS.lower(), "false"))
-    filter_pushdown = _parse_bool(FILTER_PUSHDOWN, opts.get(FILTER_PUSHDOWN.lower(), "true"))
+    pushdown_raw = opts.get(FILTER_PUSHDOWN.lower(), "auto").strip().lower()
+    if pushdown_raw not in ("auto", "true", "false"):
+        raise _err(FILTER_PUSHDOWN,
+                   f"expected 'auto', 'true' or 'false', got {opts[FILTER_PUSHDOWN.lower()]!r}")
+    filter_pushdown = None if pushdown_raw == "auto" else pushdown_raw == "true"
     min_partitions = None
     if MIN_PARTITIONS.lower() in opts:
         min_partitions = _parse_int(MIN_PARTITIONS, opts[MIN_PARTITIONS.lower()], minimum=1)

@@ -16,43 +16,31 @@ conjuncts of a ``WHERE`` clause as ``pyspark.sql.datasource.Filter`` objects. We
 
 Everything else (OR, NOT, LIKE, filters on key/value/headers...) is returned to Spark untouched.
 
-**Guard against Spark 4.3.0 reusing a narrowed plan** (``check_plan_reuse``). Spark keeps the
-partitions and read function of a DataFrame's last pushdown and, for a later query on the same
-DataFrame with no filter it can push (none, or only OR/NOT/LIKE...), reuses them without calling
-any Python planning code: ``df.where("partition = 1").count(); df.count()`` would count partition
-1 only. No planning hook can notice (nothing of ours runs), and the executor receives the very
-same bytes as for the first query; what differs is the Spark SQL execution the task belongs to
-(the ``spark.sql.execution.root.id`` local property). So a plan narrowed by pushed filters carries
-a random id, and each of its input partitions, when read, is claimed for the execution reading it
-in a small file under the temp directory; the same input partition read again by *another*
-execution is that reuse, and fails with an explanation instead of silently returning the narrowed
-rows. Legitimate repeats are not affected: task retries and speculative copies belong to the same
-execution, each action on a filtered DataFrame re-plans (new id), a cached DataFrame materialised by
-several actions reads each input partition once, and RDD jobs (no execution id) are not checked.
-The claims are per host, so on a cluster a reuse is caught only where an input partition lands on
-a host that read it before; a cached block lost and recomputed by a later action would be a false
-alarm (the error names the ``filterPushdown=false`` way out).
+**When pushdown is used.** PySpark 4.3.0 stores the plan of the last filter pushdown (reader and
+partitions) on the provider object of the DataFrame's ``load()`` and every later scan of that
+DataFrame reads whatever plan is stored there: ``df.where("partition = 0").union(df.where(
+"partition = 1"))`` reads partition 1 twice, and ``df.where("partition = 1").count(); df.count()``
+counts partition 1 only. No Python runs when Spark reuses a plan, so no source can correct it; the
+only correct choice there is not to narrow plans at all. ``plan_kept_per_scan()`` says whether the
+running Spark keeps the plan per scan (Spark's master branch does); the ``filterPushdown`` option
+defaults to that answer (see ``kafkalog.spark.source``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
-import tempfile
-import time
-import uuid
+import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kafkalog.errors import KafkaLogError
-
 __all__ = [
     "Constraints",
     "IntConstraint",
-    "StalePlanError",
-    "check_plan_reuse",
-    "new_plan_id",
+    "class_keeps_plan_per_scan",
+    "plan_kept_per_scan",
     "split_filters",
 ]
 
@@ -213,94 +201,47 @@ def split_filters(filters: Iterable[object]) -> tuple[Constraints, list[object]]
     return c, remaining
 
 
-# --- Spark 4.3.0 plan reuse --------------------------------------------------------------------
+# --- does this Spark keep the read plan per scan? ---------------------------------------------
 
-STALE_PLAN_MESSAGE = (
-    "kafkalog: Spark is reusing the offset ranges it planned for an earlier query on this DataFrame, "
-    "which were narrowed by that query's pushed-down filters (a Spark 4.3.0 bug: a later query on the "
-    "same DataFrame whose filters cannot be pushed down - none, or only OR/NOT/LIKE... - gets the "
-    "previous query's partitions). Reading them would silently return only the earlier query's rows. "
-    "Load the DataFrame again for this query (spark.read.format('kafkalog')...load()), or read with "
-    ".option('filterPushdown', 'false')."
-)
-
-# Claims older than this are deleted (once per process): a DataFrame is rarely reused later than that.
-_CLAIM_RETENTION_S = 7 * 24 * 3600
-_pruned = False
+_SCAN_BUILDER = "org/apache/spark/sql/execution/datasources/v2/python/PythonScanBuilder.class"
+_SCAN = "org/apache/spark/sql/execution/datasources/v2/python/PythonScan.class"
 
 
-class StalePlanError(KafkaLogError):
-    """An input partition of a pushdown-narrowed plan is read by a second Spark SQL execution."""
-
-
-def new_plan_id() -> str:
-    return uuid.uuid4().hex
-
-
-def _registry_dir() -> Path:
-    user = os.getuid() if hasattr(os, "getuid") else "user"
-    return Path(tempfile.gettempdir()) / f"kafkalog-spark-plans-{user}"
-
-
-def current_execution() -> str | None:
-    """The root Spark SQL execution id of the running task, or None outside one (RDD jobs, no Spark)."""
+def _spark_sql_jars() -> list[Path]:
+    """The spark-sql jars of the Spark whose JVM started this Python (planning workers run on the
+    driver, launched by its JVM, which exports SPARK_HOME), else of the installed PySpark."""
+    homes = []
+    if os.environ.get("SPARK_HOME"):
+        homes.append(Path(os.environ["SPARK_HOME"]))
     try:
-        from pyspark import TaskContext
-    except ImportError:  # pragma: no cover - pyspark is a dependency of this package
-        return None
-    tc = TaskContext.get()
-    if tc is None:
-        return None
-    return tc.getLocalProperty("spark.sql.execution.root.id") or tc.getLocalProperty("spark.sql.execution.id")
+        from pyspark.find_spark_home import _find_spark_home
 
-
-def _prune(directory: Path) -> None:
-    global _pruned
-    if _pruned:
-        return
-    _pruned = True
-    horizon = time.time() - _CLAIM_RETENTION_S
-    try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                try:
-                    if entry.stat().st_mtime < horizon:
-                        os.unlink(entry.path)
-                except OSError:
-                    pass
-    except OSError:
+        homes.append(Path(_find_spark_home()))
+    except Exception:  # no PySpark home: nothing to inspect
         pass
+    for home in homes:
+        jars = sorted((home / "jars").glob("spark-sql_*.jar"))
+        if jars:
+            return jars
+    return []
 
 
-def check_plan_reuse(plan_id: str, index: int, execution: str | None = None,
-                     directory: Path | None = None) -> None:
-    """Claim input partition ``index`` of plan ``plan_id`` for the current execution; raise
-    ``StalePlanError`` if another execution claimed it (see the module docstring). Anything that
-    prevents the check (no execution id, an unwritable temp directory) lets the read proceed."""
-    if execution is None:
-        execution = current_execution()
-        if execution is None:
-            return
-    directory = directory or _registry_dir()
-    path = directory / f"{plan_id}.{index}"
-    try:
-        directory.mkdir(mode=0o700, exist_ok=True)
-        _prune(directory)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
+def class_keeps_plan_per_scan(scan_builder: bytes, scan: bytes) -> bool:
+    """The test on Spark's two classes: the scan builder must not write its plan onto the shared
+    provider (``PythonDataSourceV2.setReadInfo``, PySpark 4.3.0), and the scan must carry a plan of
+    its own (``PythonDataSourceReadInfo`` in ``PythonScan``, Spark master)."""
+    return b"setReadInfo" not in scan_builder and b"PythonDataSourceReadInfo" in scan
+
+
+@functools.cache
+def plan_kept_per_scan() -> bool:
+    """Whether the running Spark keeps each scan's pushdown plan to itself, decided once per process
+    by inspecting what Spark's ``PythonScanBuilder``/``PythonScan`` classes do with the plan. Any
+    doubt (no jar found, classes missing or unreadable) answers False: no pushdown, always correct."""
+    for jar in _spark_sql_jars():
         try:
-            owner = path.read_text(encoding="ascii")
-        except (OSError, ValueError):
-            return
-        # Empty: a concurrent attempt of the same task is writing it (a stale reuse comes much later).
-        if owner and owner != execution:
-            raise StalePlanError(STALE_PLAN_MESSAGE) from None
-        return
-    except OSError:
-        return
-    try:
-        os.write(fd, execution.encode("ascii", "replace"))
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+            with zipfile.ZipFile(jar) as z:
+                return class_keeps_plan_per_scan(z.read(_SCAN_BUILDER), z.read(_SCAN))
+        except (OSError, KeyError, zipfile.BadZipFile):
+            continue
+    return False

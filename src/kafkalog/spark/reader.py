@@ -5,13 +5,19 @@ timestamp variants) per topic-partition, check them against the log start offset
 (``failOnDataLoss``), narrow them with pushed filters, then split big ranges for
 ``minPartitions``/``maxRecordsPerPartition`` (``KafkaOffsetRangeCalculator``'s arithmetic, with
 split points moved back to batch boundaries).
+
+``earliest`` and ``latest`` stay symbolic in the input partitions and are resolved by the executor
+when the task starts: Spark's ``KafkaRelation`` resolves them at every action, while PySpark 4.3.0
+plans a DataFrame once (the first plan is kept on the DataFrame's relation and handed to the
+executors again by every later action). So a second action on the same DataFrame sees records
+appended since the first, and reads from the new log start after retention removed the old one.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
 
@@ -20,12 +26,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkalog.errors import InvalidConfigError, OffsetOutOfRangeError
 from kafkalog.spark.arrow import ColumnBuilder
-from kafkalog.spark.catalog import (
-    TopicCatalog,
-    data_location,
-    open_partition,
-    visible_batches,
-)
+from kafkalog.spark.catalog import TopicCatalog, data_location, open_partition
 from kafkalog.spark.options import (
     EARLIEST,
     FAIL_ON_DATA_LOSS,
@@ -36,8 +37,9 @@ from kafkalog.spark.options import (
     user_errors,
     user_errors_iter,
 )
-from kafkalog.spark.pushdown import Constraints, check_plan_reuse, new_plan_id, split_filters
+from kafkalog.spark.pushdown import Constraints, split_filters
 from kafkalog.storage.filesystem import FileSystem
+from kafkalog.storage.log import FetchIsolation
 
 __all__ = [
     "KafkaLogBatchReader",
@@ -59,12 +61,21 @@ ARROW_BATCH_BYTES = 32 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class OffsetRange:
-    """Records [from_offset, until_offset) of one topic-partition (Spark's ``KafkaOffsetRange``)."""
+    """Records [from_offset, until_offset) of one topic-partition (Spark's ``KafkaOffsetRange``).
+
+    The offsets are those resolved at planning; ``from_earliest``/``to_latest`` say that the bound
+    is really ``earliest``/``latest``, to be resolved again where the range is read, and
+    ``since_earliest`` that the range is a piece of one that began at ``earliest`` (offsets that
+    retention removed since planning were then never asked for: skipped, not data loss).
+    """
 
     topic: str
     partition: int
     from_offset: int
     until_offset: int
+    from_earliest: bool = False
+    to_latest: bool = False
+    since_earliest: bool = False
 
     @property
     def size(self) -> int:
@@ -87,18 +98,18 @@ class KafkaLogInputPartition(InputPartition):
     include_headers: bool = False
     read_committed: bool = False
     fail_on_data_loss: bool = True
-    # Set when pushed filters narrowed the plan, for ``pushdown.check_plan_reuse``.
-    plan_id: str | None = None
-    plan_index: int = 0
+    # Symbolic bounds, resolved against the log when the task starts (see OffsetRange).
+    from_earliest: bool = False
+    to_latest: bool = False
+    since_earliest: bool = False
     # How to reach a remote ``path`` (SourceOptions.filesystem_options).
     filesystem_options: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, r: OffsetRange, opts: SourceOptions, plan_id: str | None = None,
-           plan_index: int = 0) -> KafkaLogInputPartition:
+    def of(cls, r: OffsetRange, opts: SourceOptions) -> KafkaLogInputPartition:
         return cls(opts.path, r.topic, r.partition, r.from_offset, r.until_offset, opts.include_headers,
-                   opts.read_committed, opts.fail_on_data_loss, plan_id, plan_index,
-                   opts.filesystem_options)
+                   opts.read_committed, opts.fail_on_data_loss, r.from_earliest, r.to_latest,
+                   r.since_earliest, opts.filesystem_options)
 
 
 def data_loss_message(tp: TopicPartition, wanted: int, available: int) -> str:
@@ -208,10 +219,16 @@ def narrow(
             for lo, hi in constraints.offset.ranges_within(start, end)]
 
 
+def _is_special(limit: OffsetRangeLimit, tp: TopicPartition, kind: str, special: int) -> bool:
+    """Whether ``limit`` puts ``tp`` at ``earliest``/``latest`` (by name or as -2/-1)."""
+    return limit.kind == kind or (limit.kind == "specific" and limit.as_map().get(tp) == special)
+
+
 def plan_batch_ranges(
     catalog: TopicCatalog, opts: SourceOptions, constraints: Constraints | None = None
 ) -> list[OffsetRange]:
-    """Every offset range a batch query reads, before splitting."""
+    """Every offset range a batch query reads, before splitting. Without pushed filters, a range
+    whose end is ``latest`` is kept even when empty now: records may arrive before it is read."""
     constraints = constraints or Constraints()
     tps = [tp for tp in catalog.topic_partitions(opts.subscription)
            if constraints.wants_topic(tp[0]) and constraints.partition.contains(tp[1])]
@@ -234,8 +251,17 @@ def plan_batch_ranges(
                 f"Beginning offset {start} is after the ending offset {end} for {tp[0]}-{tp[1]}: "
                 "either the starting offsets are invalid or the topic has been damaged"
             )
-        r = OffsetRange(tp[0], tp[1], start, end)
-        for piece in narrow(catalog, r, constraints):
+        if constraints.is_trivial:
+            earliest = _is_special(opts.starting, tp, "earliest", EARLIEST)
+            r = OffsetRange(tp[0], tp[1], start, end, from_earliest=earliest,
+                            to_latest=_is_special(opts.ending, tp, "latest", LATEST),
+                            since_earliest=earliest)
+            begin = check_data_loss(tp, start, catalog.earliest(tp), opts.fail_on_data_loss)
+            if r.to_latest or begin < end:
+                ranges.append(replace(r, from_offset=min(begin, end)))
+            continue
+        # Narrowed by pushed filters (only where Spark plans each scan afresh): exact offsets.
+        for piece in narrow(catalog, OffsetRange(tp[0], tp[1], start, end), constraints):
             if piece.size > 0:
                 begin = check_data_loss(tp, piece.from_offset, catalog.earliest(tp), opts.fail_on_data_loss)
                 if begin < piece.until_offset:
@@ -265,7 +291,12 @@ def _divide(r: OffsetRange, parts: int, catalog: TopicCatalog | None) -> list[Of
             prev = snapped[-1]
         points = snapped
     bounds = [r.from_offset, *points, r.until_offset]
-    return [OffsetRange(r.topic, r.partition, a, b) for a, b in pairwise(bounds) if b > a]
+    pieces = [OffsetRange(r.topic, r.partition, a, b, since_earliest=r.since_earliest)
+              for a, b in pairwise(bounds) if b > a]
+    # The outer ends keep their symbolic meaning; the split points between pieces are offsets.
+    pieces[0] = replace(pieces[0], from_earliest=r.from_earliest)
+    pieces[-1] = replace(pieces[-1], to_latest=r.to_latest)
+    return pieces
 
 
 def divide_ranges(
@@ -275,15 +306,17 @@ def divide_ranges(
     catalog: TopicCatalog | None = None,
 ) -> list[OffsetRange]:
     """Spark's ``KafkaOffsetRangeCalculator.getRanges``: split ranges so there are at least
-    ``min_partitions`` and none holds more than ``max_records_per_partition`` offsets."""
+    ``min_partitions`` and none holds more than ``max_records_per_partition`` offsets. Ranges empty
+    now but ending at ``latest`` are kept, unsplit, after the others."""
+    waiting = [r for r in ranges if r.size <= 0 and r.to_latest]
     ranges = [r for r in ranges if r.size > 0]
     if (min_partitions is None or len(ranges) >= min_partitions) and max_records_per_partition is None:
-        return ranges
+        return ranges + waiting
     if max_records_per_partition is not None:
         ranges = [piece for r in ranges
                   for piece in _divide(r, -(-r.size // max_records_per_partition), catalog)]
     if min_partitions is None or min_partitions <= len(ranges):
-        return ranges
+        return ranges + waiting
     total = sum(r.size for r in ranges)
 
     def part_count(size: int, total_size: int, min_parts: int) -> int:
@@ -294,10 +327,33 @@ def divide_ranges(
     split_total = total - sum(r.size for r in unsplit)
     split_min = max(min_partitions - len(unsplit), 1)
     return [piece for r in ranges
-            for piece in _divide(r, part_count(r.size, split_total, split_min), catalog)]
+            for piece in _divide(r, part_count(r.size, split_total, split_min), catalog)] + waiting
 
 
 # --- executor side -------------------------------------------------------------------------------
+
+
+def resolve_bounds(part: KafkaLogInputPartition, log_start: int, latest: int) -> tuple[int, int]:
+    """The offsets an input partition covers now: ``earliest``/``latest`` resolved against the log,
+    explicit offsets checked against it the way Spark's Kafka source does (``failOnDataLoss``)."""
+    tp = (part.topic, part.partition)
+    start = log_start if part.from_earliest else part.from_offset
+    end = latest if part.to_latest else part.until_offset
+    if start < log_start:
+        # Retention moved the log start since planning. A piece of an 'earliest' range never asked
+        # for what is gone; an explicit offset did.
+        start = log_start if part.since_earliest else check_data_loss(
+            tp, start, log_start, part.fail_on_data_loss)
+    if end > latest:
+        if part.fail_on_data_loss:
+            raise OffsetOutOfRangeError(
+                f"Cannot read {tp[0]}-{tp[1]} up to offset {end}: the log now ends at offset {latest} "
+                "(it was truncated since the query was planned). If you don't want the query to fail "
+                f"in such cases, set the source option '{FAIL_ON_DATA_LOSS}' to 'false'.")
+        log.warning("%s-%d now ends at offset %d, before the planned end %d; reading up to it",
+                    tp[0], tp[1], latest, end)
+        end = latest
+    return start, end
 
 
 def read_range(part: KafkaLogInputPartition,
@@ -307,18 +363,17 @@ def read_range(part: KafkaLogInputPartition,
     ``location``: the ``data_location`` of ``part.path`` to read through (default: a new one for
     this task); its filesystem's ``stats`` count the bytes fetched, logged at INFO when the task ends.
     """
-    tp = (part.topic, part.partition)
     fs, root = location or data_location(part.path, part.filesystem_options)
     before = fs.stats.bytes_read, fs.stats.requests
     plog = open_partition(part.path, part.topic, part.partition, fs=fs, root=root)
     try:
-        # Retention may have moved the log start since planning.
-        start = check_data_loss(tp, part.from_offset, plog.log_start_offset, part.fail_on_data_loss)
-        end = part.until_offset
+        latest = plog.last_stable_offset if part.read_committed else plog.high_watermark
+        start, end = resolve_bounds(part, plog.log_start_offset, latest)
         if start >= end:
             return
         builder = ColumnBuilder(part.topic, part.partition, part.include_headers)
-        for batch in visible_batches(plog, start, end, part.read_committed):
+        isolation = FetchIsolation.TXN_COMMITTED if part.read_committed else FetchIsolation.HIGH_WATERMARK
+        for batch in plog.visible_batches(start, end, isolation=isolation):
             # Bounded by what was decoded, not by the batch sizes on disk: a compressed batch can
             # decode to many times its size.
             if builder.add(batch, start, end) and (
@@ -337,9 +392,10 @@ def read_range(part: KafkaLogInputPartition,
 
 
 class KafkaLogBatchReader(DataSourceReader):
-    """``spark.read.format("kafkalog")`` without filter pushdown (option ``filterPushdown=false``):
-    plans the offset ranges of the options, reads them as Arrow. Works whatever
-    ``spark.sql.python.filterPushdown.enabled`` says."""
+    """``spark.read.format("kafkalog")`` without filter pushdown: plans the offset ranges of the
+    options, reads them as Arrow. Works whatever ``spark.sql.python.filterPushdown.enabled`` says,
+    and is correct on every query shape even where Spark reuses a DataFrame's first plan: nothing in
+    the plan depends on the query, and ``earliest``/``latest`` are resolved when tasks start."""
 
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
@@ -348,48 +404,47 @@ class KafkaLogBatchReader(DataSourceReader):
     def plan(self) -> list[OffsetRange]:
         """The offset ranges of this read (what ``partitions()`` turns into input partitions)."""
         with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
+            warn_missing_topics(catalog, self.opts)
             ranges = plan_batch_ranges(catalog, self.opts, self.constraints)
             return divide_ranges(ranges, self.opts.min_partitions, self.opts.max_records_per_partition,
                                  catalog)
 
     @user_errors
     def partitions(self) -> list[InputPartition]:
-        ranges = self.plan()
-        if self.constraints.is_trivial:
-            return [KafkaLogInputPartition.of(r, self.opts) for r in ranges]
-        # Narrowed by pushed filters: tag the plan so that Spark 4.3.0 reusing it for a later,
-        # unpushable query on the same DataFrame is caught (pushdown.check_plan_reuse). An empty
-        # plan gets one empty input partition to carry the tag.
-        plan_id = new_plan_id()
-        if not ranges:
-            ranges = [OffsetRange("", -1, 0, 0)]
-        return [KafkaLogInputPartition.of(r, self.opts, plan_id, i) for i, r in enumerate(ranges)]
+        return [KafkaLogInputPartition.of(r, self.opts) for r in self.plan()]
 
     @user_errors
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, KafkaLogInputPartition):
             # Spark substitutes InputPartition(None) when there is nothing to read.
             return iter(())
-        if partition.plan_id is not None:
-            check_plan_reuse(partition.plan_id, partition.plan_index)
-        if partition.from_offset >= partition.until_offset:
+        if partition.from_offset >= partition.until_offset and not partition.to_latest:
             return iter(())
         return user_errors_iter(read_range(partition))
 
 
+def warn_missing_topics(catalog: TopicCatalog, opts: SourceOptions) -> None:
+    """``subscribe`` of a topic that does not exist reads nothing, as Spark's Kafka source does;
+    say so once per planning, since it is usually a misspelt name."""
+    if opts.subscription.kind != "subscribe":
+        return
+    existing = set(catalog.topics())
+    missing = [t for t in opts.subscription.topics if t not in existing]
+    if missing:
+        log.warning("kafkalog: subscribe names %s that %s not exist in %s; %s no rows",
+                    ", ".join(repr(t) for t in missing), "does" if len(missing) == 1 else "do",
+                    opts.path, "it gives" if len(missing) == 1 else "they give")
+
+
 class KafkaLogFilteringReader(KafkaLogBatchReader):
-    """The default reader: ``KafkaLogBatchReader`` plus ``pushFilters`` (see ``pushdown``).
+    """``KafkaLogBatchReader`` plus ``pushFilters`` (see ``pushdown``): the reader where Spark keeps
+    each scan's pushdown plan to itself (``pushdown.plan_kept_per_scan``), or with
+    ``filterPushdown=true``.
 
     Spark refuses to plan a reader that implements ``pushFilters`` while
     ``spark.sql.python.filterPushdown.enabled`` is false (``DATA_SOURCE_PUSHDOWN_DISABLED``).
-
-    Spark 4.3.0 caveat: the partitions planned by the last pushdown are cached on the DataFrame's
-    relation and reused by later queries on the *same* DataFrame whose filters Spark cannot push
-    (none, or only OR/NOT/LIKE...), so such a query would only see the previously narrowed ranges.
-    No Python code runs when Spark does that; the executors notice it (``pushdown.check_plan_reuse``)
-    and fail the query with an explanation rather than return too few rows. Start each query from
-    ``spark.read...load()``, or set ``filterPushdown=false``. (Spark's master branch keeps that state
-    per scan.)
+    On PySpark 4.3.0 the plan of the last pushdown is shared by every scan of the DataFrame, so
+    with ``filterPushdown=true`` some query shapes return wrong rows (listed in docs/SPARK.md).
     """
 
     @user_errors

@@ -1,20 +1,24 @@
 """A local SparkSession set up the way kafkalog's tests, benchmarks and demos need it.
 
 * every socket on 127.0.0.1 (``SPARK_LOCAL_IP``, driver host and bind address), no UI on :4040;
-* quiet: the log4j2 configuration shipped next to this module, plus ``setLogLevel("ERROR")``
-  (PySpark's "interpreter" log level overrides log4j's root level, so both are needed);
-* workers run this interpreter (``PYSPARK_PYTHON=sys.executable``), so they see the same packages;
+* quiet: the log4j2 configuration shipped next to this module (errors only, and no stack traces
+  of failed tasks: the failure reaches the caller as an exception), ``setLogLevel("ERROR")``
+  (PySpark's "interpreter" log level overrides log4j's root level, so both are needed), and
+  errors raised in Python show their message only
+  (``spark.sql.execution.pyspark.udf.hideTraceback.enabled=true``; pass it as ``false`` in
+  ``conf`` to see Python tracebacks again);
+* workers run this interpreter (``PYSPARK_PYTHON=sys.executable``) unless ``PYSPARK_PYTHON`` or
+  ``spark.pyspark.python`` says otherwise, so they see the same packages;
 * ``spark.sql.session.timeZone=UTC``, so timestamps print as Kafka's epoch milliseconds mean them;
-* ``spark.sql.python.filterPushdown.enabled=true`` (off by default in Spark 4.3): the kafkalog
-  reader implements ``pushFilters``, and Spark refuses to plan a read of such a source while the
-  flag is off (``DATA_SOURCE_PUSHDOWN_DISABLED``);
-* the ``kafkalog`` format registered.
+* the ``kafkalog`` format registered (``kafkalog.spark.register``, which also decides about
+  filter pushdown).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from importlib import resources
@@ -26,9 +30,18 @@ from kafkalog.errors import KafkaLogError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["FILTER_PUSHDOWN_CONF", "JAVA_MISSING_MESSAGE", "check_java", "get_session", "log4j2_config_path"]
+__all__ = [
+    "FILTER_PUSHDOWN_CONF",
+    "JAVA_MISSING_MESSAGE",
+    "check_java",
+    "check_worker_python",
+    "get_session",
+    "log4j2_config_path",
+]
 
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+HIDE_TRACEBACK_CONF = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
+WORKER_PYTHON_CONF = "spark.pyspark.python"
 JAVA_MISSING_MESSAGE = (
     "Java 17 or later is required to run Spark but no 'java' was found on PATH or in JAVA_HOME. "
     "Install it, e.g. 'apt-get install -y openjdk-17-jre-headless' (Debian/Ubuntu) or "
@@ -70,6 +83,35 @@ def log4j2_config_path() -> Path:
     return path
 
 
+def check_worker_python(spark: SparkSession) -> None:
+    """Fail with what to do when the Python that Spark starts for its local workers cannot import
+    kafkalog (otherwise the first read fails with ModuleNotFoundError deep in a JVM trace). Workers
+    on other hosts cannot be checked from here; Spark Connect sessions have no context to ask."""
+    try:
+        sc = spark.sparkContext
+        python, master = sc.pythonExec, sc.master
+    except Exception:  # Spark Connect: no SparkContext in this process
+        return
+    if not str(master).startswith("local") or not python:
+        return
+    found = shutil.which(python)
+    if found and Path(found).resolve() == Path(sys.executable).resolve():
+        return
+    try:
+        probe = subprocess.run([python, "-c", "import kafkalog.spark.source"], capture_output=True,
+                               text=True, timeout=60, check=False)
+        ok, why = probe.returncode == 0, (probe.stderr.strip().splitlines() or ["failed"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        ok, why = False, str(e)
+    if not ok:
+        raise KafkaLogError(
+            f"Spark starts its Python workers with {python!r}, which cannot import kafkalog ({why}). "
+            f"Start the Spark session with PYSPARK_PYTHON (or the conf '{WORKER_PYTHON_CONF}') set to "
+            f"this interpreter, {sys.executable!r} (kafkalog.spark.session.get_session() does that "
+            f"when neither is set), or install kafkalog into {python!r}."
+        )
+
+
 def get_session(
     app_name: str = "kafkalog",
     master: str = "local[2]",
@@ -82,7 +124,9 @@ def get_session(
     """
     check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if WORKER_PYTHON_CONF not in (conf or {}):
+        # Workers that run another Python would not find kafkalog (or find another version).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     from kafkalog.spark import register
@@ -97,7 +141,7 @@ def get_session(
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
-        .config(FILTER_PUSHDOWN_CONF, "true")
+        .config(HIDE_TRACEBACK_CONF, "true")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
         .config("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
     )
@@ -106,5 +150,7 @@ def get_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.conf.set("spark.sql.session.timeZone", "UTC")
+    if HIDE_TRACEBACK_CONF not in (conf or {}):
+        spark.conf.set(HIDE_TRACEBACK_CONF, "true")
     register(spark)
     return spark

@@ -4,7 +4,8 @@ options of Spark's built-in Kafka source.
     spark.read.format("kafkalog").option("subscribe", "orders").load("/data/kafka")
 
 The ``path`` option (or ``load(path)``/``save(path)``) is the data directory. See
-``kafkalog.spark.options`` for the options and ``kafkalog.spark.pushdown`` for filter pushdown.
+``kafkalog.spark.options`` for the options and ``kafkalog.spark.pushdown`` for filter pushdown
+(off where Spark shares one pushdown plan between all scans of a DataFrame, as PySpark 4.3.0 does).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pyspark.sql.datasource import (
 
 from kafkalog.errors import InvalidConfigError
 from kafkalog.spark.arrow import spark_schema
-from kafkalog.spark.options import parse_sink_options, parse_source_options, user_errors
+from kafkalog.spark.options import SourceOptions, parse_sink_options, parse_source_options, user_errors
 
 __all__ = ["FORMAT_NAME", "KafkaLogDataSource"]
 
@@ -34,6 +35,17 @@ def _check_schema(schema: object, include_headers: bool) -> None:
             f"{expected.simpleString()}, got {getattr(schema, 'simpleString', lambda: schema)()} "
             "(the 'headers' column comes with includeHeaders=true)"
         )
+
+
+def pushdown_enabled(opts: SourceOptions) -> bool:
+    """``filterPushdown``: as given, else on only where Spark keeps each scan's pushdown plan to
+    itself (``pushdown.plan_kept_per_scan``): PySpark 4.3.0 shares one plan between all scans of a
+    DataFrame, and a narrowed plan there returns wrong rows for some query shapes."""
+    if opts.filter_pushdown is not None:
+        return opts.filter_pushdown
+    from kafkalog.spark.pushdown import plan_kept_per_scan
+
+    return plan_kept_per_scan()
 
 
 class KafkaLogDataSource(DataSource):
@@ -55,7 +67,7 @@ class KafkaLogDataSource(DataSource):
 
         opts = parse_source_options(self.options, streaming=False)
         _check_schema(schema, opts.include_headers)
-        return KafkaLogFilteringReader(opts) if opts.filter_pushdown else KafkaLogBatchReader(opts)
+        return KafkaLogFilteringReader(opts) if pushdown_enabled(opts) else KafkaLogBatchReader(opts)
 
     @user_errors
     def streamReader(self, schema) -> DataSourceStreamReader:

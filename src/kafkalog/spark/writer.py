@@ -9,8 +9,9 @@ Other columns are ignored, as Spark's Kafka sink ignores them.
 Each task groups its rows by topic-partition and appends whole batches with
 ``Log.append_as_leader`` (so the topic's compression, message format and timestamp type apply,
 exactly as for a produce request). Appends to one partition, from any task of any process, are
-serialised by ``fcntl.flock`` on a lock file inside the partition directory: take the lock, open
-the log, append, close, release. A task's batches are therefore never interleaved with another's.
+serialised by the storage layer's append protocol (``kafkalog.storage.appender``: the data
+directory's ``.lock`` shared, an exclusive lock per partition, recovery after a crashed appender). A
+task's batches are therefore never interleaved with another's.
 """
 
 from __future__ import annotations
@@ -45,29 +46,22 @@ from kafkalog.errors import (
     UnsupportedForMessageFormatError,
 )
 from kafkalog.records import MAGIC_V0, MAGIC_V2, CompressionType, Header, MemoryRecordsBuilder, TimestampType
-from kafkalog.spark.catalog import list_topic_partitions
 from kafkalog.spark.options import CREATE_TOPIC_PARTITIONS, TOPIC, SinkOptions, user_errors
+from kafkalog.storage.partition_dirs import list_topic_partitions
 from kafkalog.storage.partitioner import StickyPartitioner, partition_for_key
 
 if TYPE_CHECKING:
     from kafkalog.storage.config import LogConfig
 
 __all__ = [
-    "APPEND_LOCK_FILE",
     "KafkaLogCommitMessage",
     "KafkaLogStreamWriter",
     "KafkaLogWriter",
     "WriteSchema",
-    "data_dir_shared_lock",
-    "partition_lock",
     "validate_write_schema",
 ]
 
 log = logging.getLogger(__name__)
-
-# Inside the partition directory: Kafka's loader only looks at its own suffixes, and a lock file is
-# never a sub-directory (every sub-directory of a data dir is taken for a partition).
-APPEND_LOCK_FILE = ".kafkalog-append.lock"
 
 # Rows buffered per partition before an append (keeps memory bounded, amortises the open).
 FLUSH_BYTES = 8 * 1024 * 1024
@@ -155,95 +149,6 @@ def validate_write_schema(schema: Any, opts: SinkOptions) -> WriteSchema:
 
 
 @contextmanager
-def data_dir_shared_lock(path: str) -> Iterator[None]:
-    """Shared lock on the data directory's ``.lock`` (flock and POSIX, both non-blocking).
-
-    A ``LogManager`` opened for writing, and a Kafka broker, hold ``.lock`` exclusively and keep
-    the partitions' state in memory: appending behind their back would corrupt it. Holding the
-    lock shared excludes them while letting many Spark tasks append to different partitions.
-    """
-    lock_path = Path(path) / ".lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            raise LogDirLockedError(
-                f"kafkalog sink: {path} is open for writing by another process (its {lock_path.name} is "
-                "held by a LogManager or Kafka broker); close it before writing with Spark"
-            ) from None
-        yield
-    finally:
-        os.close(fd)  # drops both locks
-
-
-@contextmanager
-def partition_lock(partition_dir: Path) -> Iterator[int]:
-    """Exclusive OS lock of one partition's appends (blocks until free; released on exit or death).
-    Yields the lock file's descriptor, whose content records the append state (see ``_AppendState``)."""
-    fd = os.open(partition_dir / APPEND_LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield fd
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
-
-
-class _AppendState:
-    """What the last appender under the partition lock left behind: ``clean <log end offset>``
-    after it closed the log, ``dirty <log end offset>`` while it appends. The next appender opens
-    the log without recovery only after a clean close that nobody has appended past since;
-    otherwise it recovers from the last known clean offset (a crashed task's torn batch is cut)."""
-
-    @staticmethod
-    def read(fd: int) -> tuple[bool, int | None]:
-        os.lseek(fd, 0, os.SEEK_SET)
-        words = os.read(fd, 128).decode("ascii", "replace").split()
-        if len(words) == 2 and words[0] in ("clean", "dirty") and words[1].isdigit():
-            return words[0] == "clean", int(words[1])
-        return False, None
-
-    @staticmethod
-    def write(fd: int, clean: bool, log_end_offset: int) -> None:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{'clean' if clean else 'dirty'} {log_end_offset}\n".encode("ascii"), 0)
-        os.fsync(fd)
-
-
-def _checkpointed(path: str, name: str, topic: str, partition: int) -> int | None:
-    from kafkalog.storage.checkpoint import OffsetCheckpointFile
-
-    try:
-        return OffsetCheckpointFile(Path(path) / name).read().get((topic, partition))
-    except (KafkaLogError, OSError):
-        return None
-
-
-def _open_for_append(path: str, topic: str, partition: int, config: LogConfig, fd: int):  # -> Log
-    """Open one partition for appending; the caller holds the partition lock."""
-    from kafkalog.storage.checkpoint import (
-        LOG_START_OFFSET_CHECKPOINT_FILE,
-        RECOVERY_POINT_OFFSET_CHECKPOINT_FILE,
-    )
-    from kafkalog.storage.log import Log
-
-    partition_dir = Path(path) / f"{topic}-{partition}"
-    log_start = _checkpointed(path, LOG_START_OFFSET_CHECKPOINT_FILE, topic, partition) or 0
-    clean, known_end = _AppendState.read(fd)
-    if clean and known_end is not None:
-        plog = Log.open(partition_dir, config, recovery_point=known_end, log_start_offset=log_start,
-                        had_clean_shutdown=True)
-        if plog.log_end_offset == known_end:
-            return plog
-        plog.close()  # someone appended without this protocol: do not trust the tail
-    if known_end is None:
-        known_end = _checkpointed(path, RECOVERY_POINT_OFFSET_CHECKPOINT_FILE, topic, partition) or 0
-    return Log.open(partition_dir, config, recovery_point=known_end, log_start_offset=log_start,
-                    had_clean_shutdown=False)
-
-
-@contextmanager
 def _data_dir_lock(path: str) -> Iterator[None]:
     """Serialises topic creation between tasks (a file at the top of the data dir, not a directory)."""
     fd = os.open(Path(path) / ".kafkalog-create-topic.lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -267,7 +172,7 @@ def _describe_topic(path: str, topic: str, create_partitions: int | None) -> tup
     from kafkalog.storage.log_manager import LogManager
 
     # Directory names and the topic-config file only: opening logs (even read-only) is not needed.
-    partitions = list_topic_partitions(path).get(topic)
+    partitions = list_topic_partitions(path, readable_only=False).get(topic)
     if partitions:
         return LogConfig.from_props(read_topic_configs(path).get(topic, {})), len(partitions)
     if create_partitions is None:
@@ -291,22 +196,21 @@ def _describe_topic(path: str, topic: str, create_partitions: int | None) -> tup
 
 
 def _append_batches(path: str, topic: str, partition: int, config: LogConfig, batches: list) -> None:
-    """Append built MemoryRecords to one partition under its lock, through the leader path."""
-    partition_dir = Path(path) / f"{topic}-{partition}"
-    if not partition_dir.is_dir():
-        raise UnknownTopicOrPartitionError(
-            f"kafkalog sink: partition directory {partition_dir} does not exist")
-    with data_dir_shared_lock(path), partition_lock(partition_dir) as fd:
-        plog = _open_for_append(path, topic, partition, config, fd)
-        try:
-            _AppendState.write(fd, False, plog.log_end_offset)
+    """Append built MemoryRecords to one partition under the storage layer's append protocol
+    (``kafkalog.storage.appender``), through the leader path."""
+    from kafkalog.storage.appender import open_log_for_append
+
+    try:
+        with open_log_for_append(path, topic, partition, config) as plog:
             for records in batches:
                 plog.append_as_leader(records, leader_epoch=0)
-            plog.flush()
-            end = plog.log_end_offset
-        finally:
-            plog.close()
-        _AppendState.write(fd, True, end)
+    except LogDirLockedError as e:
+        raise LogDirLockedError(
+            f"kafkalog sink: cannot append to {path} while a LogManager or Kafka broker has it open for "
+            f"writing; close it before writing with Spark ({e})"
+        ) from None
+    except UnknownTopicOrPartitionError as e:
+        raise UnknownTopicOrPartitionError(f"kafkalog sink: {e}") from None
 
 
 # --- the per-task write ----------------------------------------------------------------------------

@@ -1,10 +1,11 @@
-"""Deleting and renaming a storage file, as every segment file does it (Kafka's ``Files.deleteIfExists``
-and ``Utils.atomicMoveWithFallback``).
+"""Deleting, renaming and atomically writing a storage file (Kafka's ``Files.deleteIfExists``,
+``Utils.atomicMoveWithFallback`` and ``Utils.flushDir``).
 
 One place for the two steps ``.log``, ``.index``, ``.timeindex`` and ``.txnindex`` files share, so
 they fail the same way: any ``OSError`` becomes a ``KafkaStorageError`` naming the file. The callers
 keep what differs: their own locks, closing the handle first, and taking the new path even when the
-move fails (as Kafka does).
+move fails (as Kafka does). Side files (checkpoints, ``partition.metadata``, ``meta.properties``,
+topic configs) are replaced whole with ``write_file_atomically``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from kafkalog.errors import KafkaStorageError
 
-__all__ = ["delete_file_if_exists", "replace_file"]
+__all__ = ["delete_file_if_exists", "fsync_directory", "replace_file", "write_file_atomically"]
 
 
 def _describe(what: str, path: Path) -> str:
@@ -44,3 +45,34 @@ def replace_file(src: Path, dst: Path, what: str = "", *, missing_ok: bool = Fal
         if missing_ok and isinstance(e, FileNotFoundError) and not src.exists():
             return
         raise KafkaStorageError(f"Cannot rename {_describe(what, src)} to {dst}: {e}") from e
+
+
+def fsync_directory(path: Path) -> None:
+    """Make a rename or file creation in ``path`` durable (Kafka's ``Utils.flushDir``)."""
+    if os.name != "posix":  # Windows cannot open directories; Kafka skips it too.
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_file_atomically(path: Path | str, data: bytes, *, sync: bool = True) -> None:
+    """Write ``<path>.tmp``, fsync it, rename it over ``path`` and fsync the directory.
+
+    A crash leaves either the old or the new content, never a mixture (Kafka's checkpoint writes).
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            if sync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+        if sync:
+            fsync_directory(path.parent)
+    except OSError as e:
+        raise KafkaStorageError(f"Error while writing file {path}: {e}") from e

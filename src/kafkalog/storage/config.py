@@ -5,12 +5,15 @@ min 14, ``message.timestamp.after.max.ms`` default Long.MAX). Values are parsed 
 ``ConfigDef`` parses its string forms and checked against the same validators, so a config Kafka
 accepts is accepted here and one it rejects raises ``InvalidConfigError`` naming key and reason.
 
-Per-topic overrides are persisted in ``kafkalog-topic-configs.properties`` at the top of the data
-directory (a plain file: Kafka treats every sub-directory as a partition).
+Per-topic overrides are persisted in ``kafkalog-topic-configs.json`` at the top of the data
+directory (a plain file: Kafka treats every sub-directory as a partition). Directories written before
+that file existed have ``kafkalog-topic-configs.properties`` (one ``<topic>TAB<key>=<value>`` line per
+override): it is still read when the JSON file is absent, and replaced by it on the next write.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -22,10 +25,12 @@ from typing import Any
 
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
 from kafkalog.records.types import MAGIC_V0, MAGIC_V1, MAGIC_V2, CompressionType, TimestampType
-from kafkalog.storage.checkpoint import validate_topic_name, write_file_atomically
+from kafkalog.storage._files import write_file_atomically
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem
+from kafkalog.storage.log_file_utils import validate_topic_name
 
 __all__ = [
+    "LEGACY_TOPIC_CONFIGS_FILE",
     "TOPIC_CONFIGS_FILE",
     "LogConfig",
     "read_topic_configs",
@@ -37,7 +42,10 @@ _INT_MIN = -(2**31)
 _LONG_MAX = 2**63 - 1
 _LONG_MIN = -(2**63)
 
-TOPIC_CONFIGS_FILE = "kafkalog-topic-configs.properties"
+TOPIC_CONFIGS_FILE = "kafkalog-topic-configs.json"
+TOPIC_CONFIGS_VERSION = 1
+# The format before TOPIC_CONFIGS_FILE: read when the JSON file is absent, removed by the next write.
+LEGACY_TOPIC_CONFIGS_FILE = "kafkalog-topic-configs.properties"
 
 # --- Kafka's MetadataVersion strings (message.format.version) --------------------------------------
 
@@ -636,27 +644,65 @@ def _check_persistable(topic: str, key: object, value: object, where: Path) -> s
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    if not isinstance(value, str) or "\n" in value or "\r" in value:
+    if not isinstance(value, str):
         raise InvalidConfigError(
             f"Value {value!r} of {key} for topic {topic} cannot be stored in {where}: "
-            "a str (or int) without line breaks is required"
+            "a str or int is required"
         )
     return value
 
 
 def read_topic_configs(data_dir: Path | str, *, fs: FileSystem | None = None) -> dict[str, dict[str, str]]:
-    """Per-topic config overrides kept in ``<data_dir>/kafkalog-topic-configs.properties``.
+    """Per-topic config overrides kept in ``<data_dir>/kafkalog-topic-configs.json``.
 
     Returns ``{topic: {name: value}}`` with raw strings (``LogConfig.from_props`` validates them);
-    a missing file means no overrides. Blank lines and ``#`` comments are ignored. ``fs``: read
-    through that filesystem (a reader's; default: the local one).
+    a missing file means no overrides. The file is ``{"version": 1, "topics": {topic: {name:
+    value}}}``, every value a string. Without it, the legacy properties-like file is read.
+    ``fs``: read through that filesystem (a reader's, maybe remote; default: the local one).
     """
+    fs = fs or LOCAL_FILESYSTEM
     path = Path(data_dir) / TOPIC_CONFIGS_FILE
     try:
-        raw = (fs or LOCAL_FILESYSTEM).read_file(path)
-        if raw is None:
+        data = fs.read_file(path)
+    except KafkaStorageError as e:
+        raise KafkaStorageError(f"Error while reading topic configs {path}: {e}") from e
+    if data is None:
+        return _read_legacy_topic_configs(Path(data_dir) / LEGACY_TOPIC_CONFIGS_FILE, fs)
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise KafkaStorageError(f"Topic config file {path} is not valid JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("version") != TOPIC_CONFIGS_VERSION:
+        raise KafkaStorageError(
+            f"Topic config file {path} is not a version {TOPIC_CONFIGS_VERSION} kafkalog topic config file"
+        )
+    topics = doc.get("topics")
+    if not isinstance(topics, dict):
+        raise KafkaStorageError(f"Topic config file {path} has no \"topics\" object")
+    result: dict[str, dict[str, str]] = {}
+    for topic, configs in topics.items():
+        try:
+            validate_topic_name(topic)
+        except InvalidConfigError as e:
+            raise KafkaStorageError(f"Topic config file {path}: {e}") from None
+        if not isinstance(configs, dict) or not all(
+                isinstance(k, str) and _PROP_NAME.fullmatch(k) and isinstance(v, str)
+                for k, v in configs.items()):
+            raise KafkaStorageError(
+                f"Topic config file {path}: the configs of topic {topic} must map names to strings"
+            )
+        result[topic] = dict(configs)
+    return result
+
+
+def _read_legacy_topic_configs(path: Path, fs: FileSystem) -> dict[str, dict[str, str]]:
+    """The format before the JSON file: ``<topic>TAB<key>=<value>`` lines, blank lines and ``#``
+    comments ignored."""
+    try:
+        data = fs.read_file(path)
+        if data is None:
             return {}
-        text = raw.decode("utf-8")
+        text = data.decode("utf-8")
     except (KafkaStorageError, UnicodeDecodeError) as e:
         raise KafkaStorageError(f"Error while reading topic configs {path}: {e}") from e
     result: dict[str, dict[str, str]] = {}
@@ -685,16 +731,22 @@ def read_topic_configs(data_dir: Path | str, *, fs: FileSystem | None = None) ->
 
 
 def write_topic_configs(data_dir: Path | str, mapping: Mapping[str, Mapping[str, str | int]]) -> None:
-    """Replace the whole topic-config file with ``mapping`` (tmp + fsync + rename + dir fsync).
-
-    Lines are sorted by topic and name; topics without overrides are left out.
-    """
+    """Replace the whole topic-config file with ``mapping`` (tmp + fsync + rename + dir fsync), then
+    remove a legacy file (so it is never read again). Topics without overrides are left out."""
     path = Path(data_dir) / TOPIC_CONFIGS_FILE
-    lines = []
+    topics: dict[str, dict[str, str]] = {}
     for topic in sorted(mapping):
         validate_topic_name(topic)
         configs = mapping[topic]
-        for key in sorted(configs):
-            value = _check_persistable(topic, key, configs[key], path)
-            lines.append(f"{topic}\t{key}={value}\n")
-    write_file_atomically(path, "".join(lines).encode("utf-8"))
+        if configs:
+            topics[topic] = {key: _check_persistable(topic, key, configs[key], path)
+                             for key in sorted(configs)}
+    text = json.dumps({"version": TOPIC_CONFIGS_VERSION, "topics": topics}, indent=2, ensure_ascii=False)
+    write_file_atomically(path, (text + "\n").encode("utf-8"))
+    legacy = Path(data_dir) / LEGACY_TOPIC_CONFIGS_FILE
+    try:
+        legacy.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise KafkaStorageError(f"Cannot remove the legacy topic config file {legacy}: {e}") from e

@@ -468,6 +468,11 @@ class FileRecords:
         start = self._start + position
         return FileRecords(self._path, self._channel, start, start + available, True, self._read_only)
 
+    def fileno(self) -> int:
+        """The descriptor of the file (for a server that sends a slice with ``sendfile``; ``dup`` it to
+        keep the bytes reachable after this ``FileRecords`` is closed)."""
+        return self._channel.fd
+
     def read_bytes(self, position: int = 0, size: int | None = None) -> bytes:
         """Up to ``size`` bytes (default: to the end of the view) from ``position``."""
         current = self._size

@@ -30,6 +30,10 @@ Concurrency (one writer, many readers): an append writes the entry's bytes first
 increments ``entries``, so a lookup — which reads ``entries`` once — never sees a half-written entry.
 Mutations are serialised by ``_lock``; anything that replaces or drops the map (resize, close) also
 holds ``_remap_lock``, which every reader holds while it touches the map.
+
+``read_offset_index_file``/``read_time_index_file`` read a file's slots *without* trusting them, for
+the tools that must show damage (``dump-log``, ``verify``); the sanity rules
+(``offset_index_sanity_failure``/``time_index_sanity_failure``) are the ones ``sanity_check`` raises.
 """
 
 from __future__ import annotations
@@ -61,10 +65,15 @@ __all__ = [
     "TIME_INDEX_ENTRY_SIZE",
     "WARM_SECTION_BYTES",
     "AbstractIndex",
+    "IndexFileSlots",
     "OffsetIndex",
     "OffsetPosition",
     "TimeIndex",
     "TimestampOffset",
+    "offset_index_sanity_failure",
+    "read_offset_index_file",
+    "read_time_index_file",
+    "time_index_sanity_failure",
 ]
 
 INT32_MAX: Final = 2**31 - 1
@@ -100,6 +109,115 @@ class TimestampOffset:
 
 
 TimestampOffset.UNKNOWN = TimestampOffset(-1, -1)
+
+
+# --- raw reading and sanity rules (shared by the index classes and the tools) -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IndexFileSlots:
+    """An index file's slots as stored, not trusted: what a dump or a verification must show.
+
+    ``entries`` holds every whole slot as (offset, position) for an offset index or (timestamp,
+    offset) for a time index, offsets made absolute. The first ``used`` precede the zero-filled tail
+    a writer preallocates (Kafka's dump stops at the first slot with relative offset 0 after the
+    first); ``dirty_tail`` is the byte position of the first non-zero byte inside that tail, if any.
+    """
+
+    path: Path
+    base_offset: int
+    time_index: bool
+    length: int
+    entries: list[tuple[int, int]]
+    used: int
+    dirty_tail: int | None
+
+    def sanity_failure(self) -> str | None:
+        """Kafka's sanity check over the file as Kafka opens it (every whole slot is an entry)."""
+        first = self.entries[0] if self.entries else None
+        last = self.entries[-1] if self.entries else None
+        if self.time_index:
+            return time_index_sanity_failure(self.path, self.base_offset, self.length,
+                                             None if first is None else first[0], last)
+        return offset_index_sanity_failure(self.path, self.base_offset, self.length,
+                                           None if last is None else last[0])
+
+    def damage(self) -> list[tuple[str, int | None]]:
+        """What is wrong with the file itself, whatever the log holds, as (message, byte position):
+        Kafka's sanity failure (for a time index only when no zero-filled tail follows the entries:
+        its zero slots would fail the check) or else a length that is not whole entries, and non-zero
+        bytes after the entries (a damaged entry that reads as the end of the entries)."""
+        found: list[tuple[str, int | None]] = []
+        entry_size = TIME_INDEX_ENTRY_SIZE if self.time_index else OFFSET_INDEX_ENTRY_SIZE
+        failure = self.sanity_failure()
+        if failure is not None and (not self.time_index or self.used == len(self.entries)):
+            found.append((failure, None))
+        elif self.length % entry_size:
+            found.append((f"length {self.length} is not a multiple of {entry_size}", None))
+        if self.dirty_tail is not None:
+            found.append(("non-zero bytes after the last entry, where only zeros may follow "
+                          "(a damaged entry or a tail that is not zero-filled)", self.dirty_tail))
+        return found
+
+
+def _read_slots(path: Path, base_offset: int, entry: struct.Struct, offset_column: int) -> IndexFileSlots:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise KafkaStorageError(f"Cannot read index file {path}: {e}") from e
+    count = len(data) // entry.size
+    entries = []
+    used = count
+    for i, (first, second) in enumerate(entry.iter_unpack(memoryview(data)[: count * entry.size])):
+        rel = second if offset_column else first
+        if i > 0 and rel == 0 and used == count:
+            used = i
+        entries.append((first, base_offset + rel) if offset_column else (base_offset + rel, second))
+    tail = data[used * entry.size :]
+    stripped = tail.lstrip(b"\0")
+    dirty_tail = None if not stripped else used * entry.size + len(tail) - len(stripped)
+    return IndexFileSlots(path, base_offset, bool(offset_column), len(data), entries, used, dirty_tail)
+
+
+def read_offset_index_file(path: Path, base_offset: int) -> IndexFileSlots:
+    """Every slot of an ``.index`` file as (absolute offset, position)."""
+    return _read_slots(path, base_offset, _OFFSET_ENTRY, 0)
+
+
+def read_time_index_file(path: Path, base_offset: int) -> IndexFileSlots:
+    """Every slot of a ``.timeindex`` file as (timestamp, absolute offset)."""
+    return _read_slots(path, base_offset, _TIME_ENTRY, 1)
+
+
+def offset_index_sanity_failure(path: Path, base_offset: int, length: int,
+                                last_offset: int | None) -> str | None:
+    """Kafka's ``OffsetIndex.sanityCheck``: why the index is corrupt, or None. ``last_offset`` is that
+    of the last entry (None: no entries)."""
+    if last_offset is not None and last_offset < base_offset:
+        return (f"Corrupt index found, index file ({path}) has non-zero size but the last offset is "
+                f"{last_offset} which is less than the base offset {base_offset}")
+    if length % OFFSET_INDEX_ENTRY_SIZE != 0:
+        return (f"Index file {path} is corrupt, found {length} bytes which is neither positive nor a "
+                f"multiple of {OFFSET_INDEX_ENTRY_SIZE}")
+    return None
+
+
+def time_index_sanity_failure(path: Path, base_offset: int, length: int, first_timestamp: int | None,
+                              last: tuple[int, int] | None) -> str | None:
+    """Kafka's ``TimeIndex.sanityCheck``: why the index is corrupt, or None. ``last`` is the last
+    entry's (timestamp, offset) (None: no entries); ``first_timestamp`` the first entry's."""
+    if last is not None:
+        last_timestamp, last_offset = last
+        if first_timestamp is not None and last_timestamp < first_timestamp:
+            return (f"Corrupt time index found, time index file ({path}) has non-zero size but the last "
+                    f"timestamp is {last_timestamp} which is less than the first timestamp {first_timestamp}")
+        if last_offset < base_offset:
+            return (f"Corrupt time index found, time index file ({path}) has non-zero size but the last "
+                    f"offset is {last_offset} which is less than the first offset {base_offset}")
+    if length % TIME_INDEX_ENTRY_SIZE != 0:
+        return (f"Time index file {path} is corrupt, found {length} bytes which is neither positive nor a "
+                f"multiple of {TIME_INDEX_ENTRY_SIZE}")
+    return None
 
 
 def _map_writable(fd: int, length: int) -> mmap.mmap | None:
@@ -640,15 +758,10 @@ class OffsetIndex(AbstractIndex):
     def sanity_check(self) -> None:
         """CorruptIndexError if the last offset is below the base offset or the length is not 8·n."""
         self._check_open()
-        if self._entries != 0 and self._last_offset < self._base_offset:
-            raise CorruptIndexError(
-                f"Corrupt index found, index file {self._path} has non-zero size but the last offset is "
-                f"{self._last_offset} which is less than the base offset {self._base_offset}")
-        if self._length % OFFSET_INDEX_ENTRY_SIZE != 0:
-            raise CorruptIndexError(
-                f"Index file {self._path} is corrupt, found {self._length} bytes which is neither "
-                f"positive nor a multiple of {OFFSET_INDEX_ENTRY_SIZE}")
-
+        failure = offset_index_sanity_failure(self._path, self._base_offset, self._length,
+                                              self._last_offset if self._entries else None)
+        if failure is not None:
+            raise CorruptIndexError(failure)
 
 class TimeIndex(AbstractIndex):
     """``.timeindex``: 12-byte entries (timestamp i64, relative offset i32), Kafka's TimeIndex."""
@@ -781,18 +894,9 @@ class TimeIndex(AbstractIndex):
         with self._remap_lock:
             mm = self._reader_map()
             last = self._last_entry
-            if self._entries != 0 and mm is not None:
-                first_timestamp = self._timestamp_at(mm, 0)
-                if last.timestamp < first_timestamp:
-                    raise CorruptIndexError(
-                        f"Corrupt time index found, time index file ({self._path}) has non-zero size but the "
-                        f"last timestamp is {last.timestamp} which is less than the first timestamp "
-                        f"{first_timestamp}")
-            if self._entries != 0 and last.offset < self._base_offset:
-                raise CorruptIndexError(
-                    f"Corrupt time index found, time index file ({self._path}) has non-zero size but the "
-                    f"last offset is {last.offset} which is less than the first offset {self._base_offset}")
-            if self._length % TIME_INDEX_ENTRY_SIZE != 0:
-                raise CorruptIndexError(
-                    f"Time index file {self._path} is corrupt, found {self._length} bytes which is neither "
-                    f"positive nor a multiple of {TIME_INDEX_ENTRY_SIZE}")
+            first_timestamp = self._timestamp_at(mm, 0) if self._entries != 0 and mm is not None else None
+            failure = time_index_sanity_failure(
+                self._path, self._base_offset, self._length, first_timestamp,
+                (last.timestamp, last.offset) if self._entries != 0 else None)
+            if failure is not None:
+                raise CorruptIndexError(failure)

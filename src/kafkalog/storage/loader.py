@@ -24,19 +24,20 @@ from kafkalog.records.batch import RecordBatch
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem
 from kafkalog.storage.leader_epoch import LeaderEpochCache
-from kafkalog.storage.log_segment import (
+from kafkalog.storage.log_file_utils import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
     SWAP_FILE_SUFFIX,
-    LogSegment,
-    LogSegments,
     is_index_file,
     log_file,
     offset_from_file_name,
+    parse_topic_partition,
     time_index_file,
 )
+from kafkalog.storage.log_segment import LogSegment, LogSegments
 from kafkalog.storage.producer_state import ProducerStateManager, rebuild_producer_state
+from kafkalog.storage.recovery_report import CutKind, DataCut, RecoveryReport
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,13 @@ class LogLoader:
         self._producer_state = producer_state
         self._epoch_cache = leader_epoch_cache
         self._segments = LogSegments()
+        self._cuts: list[DataCut] = []
+
+    @property
+    def report(self) -> RecoveryReport:
+        """What this load cut from the data (see ``recovery_report``)."""
+        topic, partition = parse_topic_partition(self._dir.name)
+        return RecoveryReport(topic, partition, tuple(self._cuts))
 
     # --- read-only ----------------------------------------------------------------------------
 
@@ -134,8 +142,9 @@ class LogLoader:
         if end is not None and end < self._log_start_offset:
             log.warning("Log end offset %d of %s is below its log start offset %d: deleting every segment",
                         end, self._dir, self._log_start_offset)
+            reason = f"log end offset {end} is below the log start offset {self._log_start_offset}"
             for segment in list(self._segments):
-                self._delete_segment(segment)
+                self._delete_segment(segment, reason)
             if self._epoch_cache is not None:
                 self._epoch_cache.clear_and_flush()
             self._producer_state.truncate_fully_and_start_at(self._log_start_offset)
@@ -159,9 +168,16 @@ class LogLoader:
         # Snapshots taken by the temporary states of recovery are reread from disk here.
         self._producer_state.remove_stray_snapshots(self._segments.base_offsets())
         rebuild_producer_state(self._producer_state, self._segments, start, end)
+        if self._cuts:
+            # Library users hear of it even when nobody asks for the report.
+            log.warning("Recovery of %s: %s", self._dir, self.report.describe())
         return self._segments, LoadedLogOffsets(start, recovery_point, end)
 
-    def _delete_segment(self, segment: LogSegment) -> None:
+    def _delete_segment(self, segment: LogSegment, reason: str | None = None) -> None:
+        """Remove a segment; with a ``reason`` its data counts as cut (reported)."""
+        if reason is not None:
+            self._cuts.append(DataCut(CutKind.DELETED, segment.log.path.name, segment.size_in_bytes, 0,
+                                      segment.base_offset, reason))
         self._segments.remove(segment.base_offset)
         segment.close()
         segment.delete_if_exists()
@@ -254,20 +270,29 @@ class LogLoader:
         its snapshot at the end of this segment spares the next recovery that work.
         """
         size_before = segment.size_in_bytes
+        reasons: list[str] = []
         state = self._producer_state_at(segment.base_offset)
         try:
-            segment.recover(producer_state_hook=state.apply, leader_epoch_hook=self._epoch_hook)
+            segment.recover(producer_state_hook=state.apply, leader_epoch_hook=self._epoch_hook,
+                            invalid_hook=reasons.append)
         except LogSegmentOffsetOverflowError as e:
             # Kafka would split the segment, which only helps pre-0.11 data written by brokers that
             # let offsets overflow. kafkalog never writes such segments; an offset that does not fit
             # is a corrupt (v2: not CRC-covered) offset field, so the log is cut before that batch.
             position = _first_overflowing_batch(segment)
             log.warning("%s; truncating %s at position %d", e, segment.log.path, position)
+            reasons.insert(0, str(e))
             segment.log.truncate_to(position)
             state = self._producer_state_at(segment.base_offset)
-            segment.recover(producer_state_hook=state.apply, leader_epoch_hook=self._epoch_hook)
+            segment.recover(producer_state_hook=state.apply, leader_epoch_hook=self._epoch_hook,
+                            invalid_hook=reasons.append)
         state.take_snapshot()
-        return size_before - segment.size_in_bytes
+        truncated = size_before - segment.size_in_bytes
+        if truncated > 0:
+            reason = reasons[0] if reasons else "an incomplete batch at the end, a torn write"
+            self._cuts.append(DataCut(CutKind.TRUNCATED, segment.log.path.name, truncated,
+                                      segment.size_in_bytes, segment.read_next_offset(), reason))
+        return truncated
 
     def _producer_state_at(self, offset: int) -> ProducerStateManager:
         state = ProducerStateManager(self._dir, time=self._time)
@@ -290,11 +315,14 @@ class LogLoader:
                 log.warning("Could not recover segment %s (%s): truncating it to its base offset",
                             segment.log.path, e)
                 truncated = segment.truncate_to(segment.base_offset)
+                if truncated > 0:
+                    self._cuts.append(DataCut(CutKind.TRUNCATED, segment.log.path.name, truncated, 0,
+                                              segment.base_offset, f"could not recover the segment: {e}"))
             if truncated > 0 and pending:
                 log.warning("Corruption found in segment %s: deleting %d later segment(s)",
                             segment.log.path, len(pending))
                 for later in pending:
-                    self._delete_segment(later)
+                    self._delete_segment(later, f"it follows the corrupt segment {segment.log.path.name}")
                 pending = []
 
 

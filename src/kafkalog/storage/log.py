@@ -63,13 +63,7 @@ from kafkalog.records.validator import (
     validate_lone_v2_batch,
     validate_messages_and_assign_offsets,
 )
-from kafkalog.storage.checkpoint import (
-    PARTITION_METADATA_FILE,
-    PartitionMetadataFile,
-    Uuid,
-    fsync_directory,
-    parse_topic_partition,
-)
+from kafkalog.storage._files import fsync_directory
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.file_records import TimestampAndOffset
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem
@@ -81,17 +75,18 @@ from kafkalog.storage.loader import (
     list_segment_logs,
     open_segment,
 )
-from kafkalog.storage.log_segment import (
+from kafkalog.storage.log_file_utils import (
+    CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
-    FetchDataInfo,
-    LogOffsetMetadata,
-    LogSegment,
-    LogSegments,
+    SWAP_FILE_SUFFIX,
     offset_index_file,
+    parse_topic_partition,
     time_index_file,
     transaction_index_file,
 )
-from kafkalog.storage.log_segment import log_file as segment_log_file
+from kafkalog.storage.log_file_utils import log_file as segment_log_file
+from kafkalog.storage.log_segment import FetchDataInfo, LogOffsetMetadata, LogSegment, LogSegments
+from kafkalog.storage.metadata_files import PARTITION_METADATA_FILE, PartitionMetadataFile, Uuid
 from kafkalog.storage.producer_state import (
     BatchMetadata,
     CompletedTxn,
@@ -99,6 +94,7 @@ from kafkalog.storage.producer_state import (
     ProducerStateManager,
     rebuild_producer_state,
 )
+from kafkalog.storage.recovery_report import RecoveryReport
 from kafkalog.storage.retention import delete_old_segments
 from kafkalog.storage.txn_index import AbortedTxn
 
@@ -110,6 +106,7 @@ __all__ = [
     "MAX_TIMESTAMP",
     "AbortedFilter",
     "FetchIsolation",
+    "LastRecord",
     "Log",
 ]
 
@@ -131,6 +128,15 @@ class FetchIsolation(Enum):
     LOG_END = "log_end"
     HIGH_WATERMARK = "high_watermark"
     TXN_COMMITTED = "txn_committed"
+
+
+@dataclass(frozen=True, slots=True)
+class LastRecord:
+    """An active producer's last data batch (its last offset; None after a marker) and epoch, which
+    the log cleaner keeps so that the producer state survives compaction (Kafka's ``LastRecord``)."""
+
+    last_data_offset: int | None
+    producer_epoch: int
 
 
 class _EndSnapshot(NamedTuple):
@@ -225,6 +231,7 @@ class Log:
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.topic, self.partition = parse_topic_partition(directory.name)
+        self._recovery_report = RecoveryReport(self.topic, self.partition)
         # Published for readers, always before ``_end`` (see the module docstring).
         self._first_unstable: LogOffsetMetadata | None = None
         # A read-only log builds its producer state only when a read_committed reader needs it.
@@ -279,14 +286,21 @@ class Log:
                            recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
                            producer_state=producer_state, leader_epoch_cache=epoch_cache)
         segments, offsets = loader.load()
-        return cls(directory, config, segments, offsets, time=time, read_only=False,
-                   producer_state=producer_state, leader_epoch_cache=epoch_cache)
+        opened = cls(directory, config, segments, offsets, time=time, read_only=False,
+                     producer_state=producer_state, leader_epoch_cache=epoch_cache)
+        opened._recovery_report = loader.report
+        return opened
 
     # --- properties -------------------------------------------------------------------------
 
     @property
     def dir(self) -> Path:
         return self._dir
+
+    @property
+    def recovery_report(self) -> RecoveryReport:
+        """What opening this log cut from its data (no cuts: nothing; always so when read-only)."""
+        return self._recovery_report
 
     @property
     def config(self) -> LogConfig:
@@ -818,21 +832,31 @@ class Log:
                 if last_offset + 1 >= stop:
                     return
 
-    def records(self, start_offset: int, end_offset: int | None = None, *,
-                isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> Iterator[Record]:
-        """Records with offsets in [start_offset, end_offset) as a consumer sees them: control records
-        hidden and, with ``TXN_COMMITTED``, the records of aborted transactions too (read up to the
-        last stable offset)."""
+    def visible_batches(self, start_offset: int, end_offset: int | None = None, *,
+                        isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> Iterator[RecordBatch]:
+        """The data batches overlapping [start_offset, end_offset) as a consumer sees them: control
+        batches hidden and, with ``TXN_COMMITTED``, the batches of aborted transactions too (read up to
+        the last stable offset). Whole batches: the first and last may hold records outside the range."""
         upper = self._upper_bound(isolation)
         stop = upper if end_offset is None else min(end_offset, upper)
         start = max(start_offset, self._log_start_offset)
         aborted_filter = (AbortedFilter(self.collect_aborted_transactions(start, stop))
                           if isolation is FetchIsolation.TXN_COMMITTED else None)
         for batch in self.batches(start, stop, isolation=isolation):
+            # The filter sees control batches too: an ABORT marker ends its producer's transaction.
             if aborted_filter is not None and aborted_filter.skip(batch):
                 continue
-            if batch.is_control:
-                continue
+            if not batch.is_control:
+                yield batch
+
+    def records(self, start_offset: int, end_offset: int | None = None, *,
+                isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> Iterator[Record]:
+        """Records with offsets in [start_offset, end_offset) as a consumer sees them (the records of
+        ``visible_batches`` within the range)."""
+        upper = self._upper_bound(isolation)
+        stop = upper if end_offset is None else min(end_offset, upper)
+        start = max(start_offset, self._log_start_offset)
+        for batch in self.visible_batches(start, stop, isolation=isolation):
             for record in batch.records():
                 if record.offset >= stop:
                     return
@@ -904,6 +928,68 @@ class Log:
                     return TimestampAndOffset(timestamp, offset, epoch if epoch >= 0 else None)
             return None
         return None
+
+    # --- compaction -------------------------------------------------------------------------
+
+    def last_records_of_active_producers(self) -> dict[int, LastRecord]:
+        """Producer id -> its last data batch's last offset and epoch, for every producer the log
+        knows (what the cleaner must not remove entirely)."""
+        with self._lock:
+            return {pid: LastRecord(entry.last_data_offset if entry.last_data_offset >= 0 else None,
+                                    entry.producer_epoch)
+                    for pid, entry in self._producer_state.producers.items()}
+
+    def replace_segments(self, new_segments: list[LogSegment],
+                         old_segments: list[LogSegment]) -> list[LogSegment]:
+        """Swap ``new_segments`` (files suffixed ``.cleaned``) in for ``old_segments`` (Kafka's
+        ``replaceSegments``), crash-safe at every step together with the loader:
+
+        1. the new segments' files are renamed ``.cleaned`` -> ``.swap`` (a crash before every file is
+           renamed: the loader drops the swap and cleaned files, the old segments stand);
+        2. they replace the old ones in the segment map, and the old ones are renamed ``.deleted``
+           and deleted after ``file.delete.delay.ms`` (a crash here: the loader deletes whatever old
+           segment files the swap segments cover and renames the swaps);
+        3. the ``.swap`` suffixes are dropped and the directory is fsynced.
+
+        Old segments no longer in the log (deleted by retention meanwhile) are skipped. Returns the
+        old segments that were deleted without a new segment of the same base offset.
+        """
+        with self._lock:
+            self._check_writable()
+            new_sorted = sorted(new_segments, key=attrgetter("base_offset"))
+            old_sorted = sorted((s for s in old_segments if self._segments.get(s.base_offset) is s),
+                                key=attrgetter("base_offset"))
+            if not new_sorted:
+                raise IllegalArgumentError(f"No segments to swap into {self._dir.name}")
+            new_end = max(s.read_next_offset() for s in new_sorted)
+            if new_end > self._end.offset:
+                # Truncated meanwhile (Kafka aborts cleaning first; this keeps data from coming back).
+                raise KafkaStorageError(
+                    f"Cannot swap segments ending at offset {new_end} into {self._dir.name}, whose log now "
+                    f"ends at {self._end.offset}")
+            active = self._segments.active_segment
+            if any(s is active for s in old_sorted):
+                raise IllegalArgumentError(f"The active segment of {self._dir.name} cannot be replaced")
+            for segment in reversed(new_sorted):
+                segment.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+            fsync_directory(self._dir)
+            for segment in reversed(new_sorted):
+                self._segments.add(segment)
+            new_bases = {s.base_offset for s in new_sorted}
+            deleted_not_replaced = []
+            for segment in old_sorted:
+                if segment.base_offset != new_sorted[0].base_offset:
+                    self._segments.remove(segment.base_offset)
+                segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+                self._pending_deletes.append(
+                    (self._time.milliseconds() + self._config.file_delete_delay_ms, segment))
+                if segment.base_offset not in new_bases:
+                    deleted_not_replaced.append(segment)
+                    self._producer_state.delete_snapshot(segment.base_offset)
+            for segment in new_sorted:
+                segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+            fsync_directory(self._dir)
+            return deleted_not_replaced
 
     # --- flushing, truncation, deletion -----------------------------------------------------
 
@@ -1014,6 +1100,36 @@ class Log:
             self._check_writable()
             self.delete_pending_files()
             return delete_old_segments(self)
+
+    def delete_segments(self, segments: list[LogSegment], reason: str) -> int:
+        """Kafka's ``deleteSegments``: delete ``segments``, which must be the oldest segments of the log
+        in order (what retention chose, ``reason`` says why); returns how many were deleted.
+
+        The log always keeps a segment: when every segment is to go, an empty one is rolled first (and
+        if the roll recreated the last of them, that one stays). The log start offset moves to the
+        first remaining segment before the files go, so no reader is sent to a segment being deleted.
+        """
+        with self._lock:
+            self._check_writable()
+            oldest = list(self._segments)[: len(segments)]
+            if [s.base_offset for s in segments] != [s.base_offset for s in oldest]:
+                raise IllegalArgumentError(
+                    f"Only the oldest segments of {self._dir.name} can be deleted, in order; got base "
+                    f"offsets {[s.base_offset for s in segments]}")
+            deletable = list(segments)
+            if deletable and len(deletable) == len(self._segments):
+                new_active = self._roll(self._end.offset)
+                if deletable[-1].base_offset == new_active.base_offset:
+                    deletable = deletable[:-1]  # that empty segment was recreated by the roll
+            if not deletable:
+                return 0
+            log.info("Deleting segments of %s due to %s: %s", self._dir.name, reason,
+                     [s.base_offset for s in deletable])
+            following = self._segments.higher_segment(deletable[-1].base_offset)
+            if following is not None:
+                self._set_log_start_offset(following.base_offset)
+            self._schedule_delete(deletable)
+            return len(deletable)
 
     def _schedule_delete(self, segments: list[LogSegment]) -> None:
         """Kafka's asynchronous delete: out of the map and renamed ``.deleted`` now, the files removed

@@ -2,24 +2,25 @@
 
 What Kafka's ``LogManager`` does for one log dir, without the broker around it:
 
-* **Lock.** A writer holds ``<dir>/.lock`` exclusively: ``flock`` (so two kafkalog writers, even in one
-  process, exclude each other) *and* a POSIX record lock, which is what Kafka's ``FileChannel.tryLock``
-  takes — so a Kafka broker and a kafkalog writer never share a directory. Read-only opens take no
-  lock, create nothing and change nothing, so readers work next to a running writer.
+* **Lock.** A writer owns the directory: it holds ``<dir>/.lock`` exclusively (``DataDirLock``:
+  ``flock`` and the POSIX record lock Kafka's ``FileChannel.tryLock`` takes), so a Kafka broker, another
+  owner and the appenders of ``kafkalog.storage.appender`` (which hold it shared) are all refused while
+  it is open. Read-only opens take no lock, create nothing and change nothing, so readers work next to
+  a running writer. A partition an appender left dirty is recovered at load whatever the
+  clean-shutdown marker says; a clean close records ``clean`` for the next appender.
 * **Startup** (§8.1): ``meta.properties`` is written if absent; the clean-shutdown marker
   ``.kafka_cleanshutdown`` is read and deleted at once (a crash while loading then counts as unclean);
   ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` are read (an unreadable one
   counts as empty: full recovery / no start offset); every ``<topic>-<partition>`` directory is opened
   with ``Log.open``. ``-delete`` directories are removed, ``-future``/``-stray`` ones and the KRaft
   metadata log are left alone, and any other sub-directory is an error, as it is for Kafka.
-* **Topics.** Per-topic overrides live in ``kafkalog-topic-configs.properties`` (Kafka keeps them in
+* **Topics.** Per-topic overrides live in ``kafkalog-topic-configs.json`` (Kafka keeps them in
   its metadata quorum); a topic exists when its partition directories do.
 * **Shutdown**: flush, checkpoint, close every log, write the clean-shutdown marker, release the lock.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import shutil
@@ -28,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from kafkalog.clock import SYSTEM_TIME, Time
 from kafkalog.errors import (
@@ -36,42 +37,50 @@ from kafkalog.errors import (
     InvalidTopicError,
     KafkaLogError,
     KafkaStorageError,
-    LogDirLockedError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from kafkalog.storage._files import fsync_directory
+from kafkalog.storage.appender import AppendState, recovery_decision, write_append_state
 from kafkalog.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
-    META_PROPERTIES_FILE,
-    PARTITION_METADATA_FILE,
     RECOVERY_POINT_OFFSET_CHECKPOINT_FILE,
-    CleanShutdownFile,
-    MetaProperties,
     OffsetCheckpointFile,
-    PartitionDirKind,
-    PartitionMetadataFile,
-    Uuid,
-    fsync_directory,
-    log_delete_dir_name,
-    parse_partition_dir_name,
-    read_meta_properties,
-    topic_partition_dir_name,
-    validate_topic_name,
-    write_meta_properties,
 )
 from kafkalog.storage.config import TOPIC_CONFIGS_FILE, LogConfig, read_topic_configs, write_topic_configs
+from kafkalog.storage.dir_lock import LOCK_FILE, DataDirLock
 from kafkalog.storage.log import Log
-from kafkalog.storage.log_segment import (
+from kafkalog.storage.log_file_utils import (
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
     TIME_INDEX_FILE_SUFFIX,
     TXN_INDEX_FILE_SUFFIX,
+    PartitionDirKind,
+    log_delete_dir_name,
+    parse_partition_dir_name,
+    topic_partition_dir_name,
+    validate_topic_name,
 )
+from kafkalog.storage.metadata_files import (
+    META_PROPERTIES_FILE,
+    PARTITION_METADATA_FILE,
+    CleanShutdownFile,
+    MetaProperties,
+    PartitionMetadataFile,
+    Uuid,
+    read_meta_properties,
+    write_meta_properties,
+)
+from kafkalog.storage.partition_dirs import METADATA_TOPIC, scan_partition_dirs
+from kafkalog.storage.recovery_report import RecoveryReport
 from kafkalog.storage.txn_index import ABORTED_TXN_SIZE
+
+if TYPE_CHECKING:
+    from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
+    from kafkalog.storage.cleaner.log_cleaner import LogCleaner
 
 __all__ = [
     "LOCK_FILE",
-    "METADATA_TOPIC",
     "LogManager",
     "PartitionDescription",
     "PartitionRecovery",
@@ -82,9 +91,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-LOCK_FILE = ".lock"
-# KRaft's metadata log lives in a log dir like a partition but is not managed by LogManager.
-METADATA_TOPIC = "__cluster_metadata"
 # Kafka's sample server.properties uses node.id=1; meta.properties must match the broker's node.id.
 DEFAULT_NODE_ID = 1
 
@@ -150,6 +156,7 @@ class PartitionRecovery:
     truncated_bytes: int
     deleted_segments: tuple[str, ...]
     rebuilt_indexes: tuple[str, ...]
+    report: RecoveryReport | None = None  # what was cut, with offsets and reasons
 
     @property
     def changed(self) -> bool:
@@ -160,57 +167,8 @@ class PartitionRecovery:
             "topic": self.topic, "partition": self.partition, "logEndOffset": self.log_end_offset,
             "truncatedBytes": self.truncated_bytes, "deletedSegments": list(self.deleted_segments),
             "rebuiltIndexes": list(self.rebuilt_indexes),
+            "cuts": [] if self.report is None else [c.to_json() for c in self.report.cuts],
         }
-
-
-class _DirLock:
-    """The exclusive lock on ``<dir>/.lock`` (see the module docstring for why two kinds).
-
-    POSIX record locks belong to the process and vanish when *any* descriptor of the file is closed,
-    so this process never opens the lock file of a directory it already holds: a registry of held
-    directories answers that case before the file is touched.
-    """
-
-    _held: set[tuple[int, int]] = set()
-    _held_guard = threading.Lock()
-
-    def __init__(self, data_dir: Path) -> None:
-        self._path = data_dir / LOCK_FILE
-        self._fd: int | None = None
-        try:
-            st = os.stat(data_dir)
-        except OSError as e:
-            raise KafkaStorageError(f"Cannot access data directory {data_dir}: {e}") from e
-        self._key = (st.st_dev, st.st_ino)
-        with self._held_guard:
-            if self._key in self._held:
-                raise self._locked(data_dir, "this process")
-            try:
-                fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as e:
-                raise KafkaStorageError(f"Cannot open lock file {self._path}: {e}") from e
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                raise self._locked(data_dir, "another kafkalog or Kafka process") from None
-            self._fd = fd
-            self._held.add(self._key)
-
-    @staticmethod
-    def _locked(data_dir: Path, holder: str) -> LogDirLockedError:
-        return LogDirLockedError(
-            f"Failed to acquire lock on file {LOCK_FILE} in {data_dir}: {holder} is using this data directory"
-        )
-
-    def release(self) -> None:
-        with self._held_guard:
-            fd, self._fd = self._fd, None
-            if fd is not None:
-                # Closing the descriptor drops both locks; the file stays, as Kafka leaves it.
-                os.close(fd)
-                self._held.discard(self._key)
 
 
 def _check_partition_count(count: object) -> int:
@@ -253,7 +211,8 @@ class LogManager:
         self._topic_configs: dict[str, LogConfig] = {}
         self._topic_ids: dict[str, Uuid] = {}
         self._closed = False
-        self._dir_lock: _DirLock | None = None
+        self._dir_lock: DataDirLock | None = None
+        self._cleaner: LogCleaner | None = None
         self._had_clean_shutdown = False
         self._prepare_dir(node_id, cluster_id)
         try:
@@ -276,7 +235,7 @@ class LogManager:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise KafkaStorageError(f"Cannot create data directory {data_dir}: {e}") from e
-        self._dir_lock = _DirLock(data_dir)
+        self._dir_lock = DataDirLock(data_dir, exclusive=True)
         try:
             meta_path = data_dir / META_PROPERTIES_FILE
             if meta_path.exists():
@@ -313,10 +272,8 @@ class LogManager:
         stored_configs = read_topic_configs(self._dir)
 
         to_load: list[tuple[Path, str, int]] = []
-        for child in sorted(self._dir.iterdir()):
-            if not child.is_dir():
-                continue
-            parsed = parse_partition_dir_name(child.name)  # KafkaStorageError for foreign directories
+        for entry in scan_partition_dirs(self._dir):
+            child, parsed = entry.path, entry.name
             if parsed.kind is PartitionDirKind.DELETE:
                 if not self._read_only:
                     log.info("Removing %s, a partition directory scheduled for deletion", child)
@@ -325,12 +282,10 @@ class LogManager:
             if parsed.kind is not PartitionDirKind.LIVE:
                 log.info("Ignoring %s (%s replica)", child, parsed.kind.value[1:])
                 continue
-            if parsed.topic == METADATA_TOPIC:
+            if not entry.is_topic_partition:
                 log.info("Ignoring %s: the KRaft metadata log is not a topic", child)
                 continue
-            if parsed.partition < 0:
-                raise KafkaStorageError(f"Directory {child.name!r} names a negative partition")
-            if self._read_only and not any(child.glob("*" + LOG_FILE_SUFFIX)):
+            if self._read_only and not entry.has_segment():
                 # A writer is creating this partition right now; it is not readable yet.
                 log.info("Skipping %s: no segment yet", child)
                 continue
@@ -345,13 +300,18 @@ class LogManager:
                 topic_id = self._topic_ids.get(topic) or Uuid.random()
             if topic_id is not None:
                 self._topic_ids.setdefault(topic, topic_id)
+            recovery_point = recovery_points.get((topic, partition), 0)
+            clean = self._had_clean_shutdown
             try:
+                if not self._read_only:
+                    # An appender that died mid-append left its partition dirty (kafkalog.storage.appender).
+                    recovery_point, clean = recovery_decision(directory, recovery_point, clean)
                 loaded = Log.open(
                     directory,
                     config,
-                    recovery_point=recovery_points.get((topic, partition), 0),
+                    recovery_point=recovery_point,
                     log_start_offset=log_start_offsets.get((topic, partition), 0),
-                    had_clean_shutdown=self._had_clean_shutdown,
+                    had_clean_shutdown=clean,
                     time=self._time,
                     read_only=self._read_only,
                     topic_id=topic_id,
@@ -411,6 +371,10 @@ class LogManager:
         return self._had_clean_shutdown
 
     @property
+    def time(self) -> Time:
+        return self._time
+
+    @property
     def default_config(self) -> LogConfig:
         return self._default_config
 
@@ -453,6 +417,12 @@ class LogManager:
                         f"(partitions: {', '.join(map(str, self.partitions(topic)))})")
                 raise UnknownTopicOrPartitionError(f"Topic {topic!r} does not exist in {self._dir}")
             return found
+
+    def recovery_reports(self) -> list[RecoveryReport]:
+        """What loading cut from the data, one report per partition that lost any (see
+        ``kafkalog.storage.recovery_report``); empty after a clean load."""
+        with self._lock:
+            return [p.recovery_report for _, p in sorted(self._logs.items()) if p.recovery_report.cuts]
 
     def topic_config(self, topic: str) -> LogConfig:
         with self._lock:
@@ -554,6 +524,8 @@ class LogManager:
             partitions = self.partitions(topic)
             doomed = []
             for partition in partitions:
+                if self._cleaner is not None:
+                    self._cleaner.abort_and_pause_cleaning((topic, partition))
                 victim = self._logs.pop((topic, partition))
                 victim.close()
                 target = self._dir / log_delete_dir_name(topic, partition)
@@ -563,6 +535,10 @@ class LogManager:
                     raise KafkaStorageError(f"Cannot rename {victim.dir} to {target}: {e}") from e
                 doomed.append(target)
             fsync_directory(self._dir)
+            if self._cleaner is not None:
+                for partition in partitions:
+                    self._cleaner.update_checkpoints_for_removed((topic, partition))
+                    self._cleaner.resume_cleaning((topic, partition))
             self._topic_configs.pop(topic, None)
             self._topic_ids.pop(topic, None)
             write_topic_configs(self._dir, self._stored_overrides())
@@ -618,13 +594,49 @@ class LogManager:
             return TopicDescription(topic, None if topic_id is None else str(topic_id), tuple(descriptions),
                                     self._topic_configs[topic].overridden_props())
 
+    # --- compaction -----------------------------------------------------------------------------
+
+    def _logs_by_partition(self) -> dict[tuple[str, int], Log]:
+        # A copy without taking self._lock: the cleaner calls this while LogManager may hold the lock
+        # waiting for it to let go of a log (delete_topic), and a dict copy is atomic.
+        return dict(self._logs)
+
+    @property
+    def cleaner(self) -> LogCleaner | None:
+        """The log cleaner, once :meth:`start_cleaner` ran."""
+        return self._cleaner
+
+    def start_cleaner(self, config: CleanerConfig | None = None) -> LogCleaner | None:
+        """Start compacting this directory's ``cleanup.policy=compact`` logs in the background
+        (``log.cleaner.enable``; None when the config disables it). Stopped by :meth:`close`."""
+        from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
+        from kafkalog.storage.cleaner.log_cleaner import LogCleaner
+
+        with self._lock:
+            self._check_writable("start the log cleaner")
+            if self._cleaner is not None:
+                return self._cleaner
+            config = config if config is not None else CleanerConfig()
+            if not config.enable_cleaner:
+                return None
+            self._cleaner = LogCleaner(config, self._dir, self._logs_by_partition, time=self._time)
+            self._cleaner.start()
+            return self._cleaner
+
+    def stop_cleaner(self) -> None:
+        cleaner, self._cleaner = self._cleaner, None
+        if cleaner is not None:
+            cleaner.shutdown()
+
     # --- maintenance ----------------------------------------------------------------------------
 
     def cleanup_logs(self) -> int:
         """Run retention (§10) over every partition; returns the number of segments deleted."""
         with self._lock:
             self._check_writable("run retention")
-            deleted = sum(p.delete_old_segments() for p in self.logs())
+            # With a cleaner running, compacted logs are its own (Kafka: it runs their retention).
+            owned = self._cleaner is not None
+            deleted = sum(p.delete_old_segments() for p in self.logs() if not (owned and p.config.compact))
             if deleted:
                 self.checkpoint()
             return deleted
@@ -657,6 +669,7 @@ class LogManager:
     def close(self) -> None:
         """Flush, checkpoint and close every log, write the clean-shutdown marker, release the lock.
         A read-only manager only closes its logs. Idempotent."""
+        self.stop_cleaner()  # outside the lock: its threads may be waiting for it
         with self._lock:
             if self._closed:
                 return
@@ -666,7 +679,11 @@ class LogManager:
                         p.flush()
                     self.checkpoint()
                 for p in self.logs():
+                    end = p.log_end_offset
                     p.close()
+                    if not self._read_only:
+                        # Appenders that come after this owner may trust the tail it leaves.
+                        write_append_state(p.dir, AppendState(True, end))
                 self._logs.clear()
                 if not self._read_only:
                     # Only after everything above succeeded: the marker promises consistent files.
@@ -748,10 +765,12 @@ def recover_data_dir(path: Path | str, *, full: bool = False, default_config: Lo
             if parsed.kind is PartitionDirKind.LIVE:
                 before[child.name] = _partition_files(child)
     ends: dict[tuple[str, int], int] = {}
+    reports: dict[tuple[str, int], RecoveryReport] = {}
     with LogManager(data_dir, default_config=default_config, time=time, force_recovery=True,
                     full_recovery=full, progress=progress) as manager:
         for p in manager.logs():
             ends[(p.topic, p.partition)] = p.log_end_offset
+            reports[(p.topic, p.partition)] = p.recovery_report
     results = []
     for (topic, partition), end in sorted(ends.items()):
         name = topic_partition_dir_name(topic, partition)
@@ -762,6 +781,7 @@ def recover_data_dir(path: Path | str, *, full: bool = False, default_config: Lo
         rebuilt = tuple(sorted(f for f, content in new_indexes.items()
                                if (f in old_indexes and old_indexes[f] != content)
                                or (f not in old_indexes and f.split(".")[0] + LOG_FILE_SUFFIX in old_sizes)))
-        results.append(PartitionRecovery(topic, partition, end, truncated, deleted, rebuilt))
+        results.append(PartitionRecovery(topic, partition, end, truncated, deleted, rebuilt,
+                                         reports[(topic, partition)]))
     return results
 

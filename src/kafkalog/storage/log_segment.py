@@ -1,4 +1,4 @@
-"""``LogSegment`` (spec §5) and the ``LogSegments`` map (§5.9), plus segment file naming (§1.2).
+"""``LogSegment`` (spec §5) and the ``LogSegments`` map (§5.9); file names come from ``log_file_utils``.
 
 A segment is a ``.log`` file (``FileRecords``) with three indexes named after its base offset:
 ``.index`` (offset → position), ``.timeindex`` (time → offset) and ``.txnindex`` (aborted
@@ -40,100 +40,30 @@ from kafkalog.storage._files import delete_file_if_exists, replace_file
 from kafkalog.storage.file_records import FileRecords, LogOffsetPosition, TimestampAndOffset, as_bytes_view
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem
 from kafkalog.storage.index import AbstractIndex, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset
+from kafkalog.storage.log_file_utils import (
+    log_file,
+    offset_index_file,
+    time_index_file,
+    transaction_index_file,
+)
 from kafkalog.storage.txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
 
 __all__ = [
-    "CLEANED_FILE_SUFFIX",
-    "DELETED_FILE_SUFFIX",
-    "INDEX_FILE_SUFFIX",
-    "LOG_FILE_SUFFIX",
-    "PRODUCER_SNAPSHOT_FILE_SUFFIX",
-    "SWAP_FILE_SUFFIX",
-    "TIME_INDEX_FILE_SUFFIX",
-    "TXN_INDEX_FILE_SUFFIX",
     "FetchDataInfo",
     "LazyIndex",
     "LogOffsetMetadata",
     "LogSegment",
     "LogSegments",
     "RollParams",
-    "filename_prefix_from_offset",
-    "is_index_file",
-    "is_log_file",
-    "log_file",
-    "offset_from_file",
-    "offset_from_file_name",
-    "offset_index_file",
-    "producer_snapshot_file",
-    "time_index_file",
-    "transaction_index_file",
 ]
 
 log = logging.getLogger(__name__)
 
 LONG_MAX: Final = 2**63 - 1
 
-# --- file naming (Kafka's LogFileUtils) ---------------------------------------------------------
-
-LOG_FILE_SUFFIX: Final = ".log"
-INDEX_FILE_SUFFIX: Final = ".index"
-TIME_INDEX_FILE_SUFFIX: Final = ".timeindex"
-TXN_INDEX_FILE_SUFFIX: Final = ".txnindex"
-PRODUCER_SNAPSHOT_FILE_SUFFIX: Final = ".snapshot"
-DELETED_FILE_SUFFIX: Final = ".deleted"
-CLEANED_FILE_SUFFIX: Final = ".cleaned"
-SWAP_FILE_SUFFIX: Final = ".swap"
-
 # Kafka's appendFromFile copies whole batches through a 1 MiB buffer; the chunking decides where
 # index entries fall, so it is kept.
 _APPEND_FROM_FILE_CHUNK: Final = 1024 * 1024
-
-
-def filename_prefix_from_offset(offset: int) -> str:
-    """The offset in decimal, at least 20 digits, zero-padded (a sign, if any, comes first)."""
-    return f"-{-offset:020d}" if offset < 0 else f"{offset:020d}"
-
-
-def offset_from_file_name(file_name: str) -> int:
-    """The number before the first '.' of a segment file name."""
-    prefix = file_name.split(".", 1)[0]
-    try:
-        return int(prefix, 10)
-    except ValueError:
-        raise IllegalArgumentError(f"File name {file_name!r} does not start with an offset") from None
-
-
-def offset_from_file(path: Path | str) -> int:
-    return offset_from_file_name(Path(path).name)
-
-
-def log_file(directory: Path | str, offset: int, suffix: str = "") -> Path:
-    return Path(directory) / f"{filename_prefix_from_offset(offset)}{LOG_FILE_SUFFIX}{suffix}"
-
-
-def offset_index_file(directory: Path | str, offset: int, suffix: str = "") -> Path:
-    return Path(directory) / f"{filename_prefix_from_offset(offset)}{INDEX_FILE_SUFFIX}{suffix}"
-
-
-def time_index_file(directory: Path | str, offset: int, suffix: str = "") -> Path:
-    return Path(directory) / f"{filename_prefix_from_offset(offset)}{TIME_INDEX_FILE_SUFFIX}{suffix}"
-
-
-def transaction_index_file(directory: Path | str, offset: int, suffix: str = "") -> Path:
-    return Path(directory) / f"{filename_prefix_from_offset(offset)}{TXN_INDEX_FILE_SUFFIX}{suffix}"
-
-
-def producer_snapshot_file(directory: Path | str, offset: int) -> Path:
-    return Path(directory) / f"{filename_prefix_from_offset(offset)}{PRODUCER_SNAPSHOT_FILE_SUFFIX}"
-
-
-def is_log_file(path: Path | str) -> bool:
-    return str(path).endswith(LOG_FILE_SUFFIX)
-
-
-def is_index_file(path: Path | str) -> bool:
-    name = Path(path).name
-    return name.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX))
 
 
 def _replace_suffix(path: Path, old_suffix: str, new_suffix: str) -> Path:
@@ -732,12 +662,14 @@ class LogSegment:
         return last_entry
 
     def recover(self, producer_state_hook: ProducerStateHook | None = None,
-                leader_epoch_hook: LeaderEpochHook | None = None) -> int:
+                leader_epoch_hook: LeaderEpochHook | None = None,
+                invalid_hook: Callable[[str], None] | None = None) -> int:
         """Rebuild the indexes from the ``.log`` and cut it at the first invalid or incomplete batch
         (spec §5.6). Returns the bytes truncated.
 
         ``leader_epoch_hook(batch)`` and ``producer_state_hook(batch)`` are called for each valid v2
         batch, in order; an ``AbortedTxn`` returned by the latter goes into the transaction index.
+        ``invalid_hook(message)`` hears why the first invalid batch was refused.
         """
         self._check_writable()
         offset_index = self.offset_index
@@ -773,6 +705,8 @@ class LogSegment:
         except (CorruptRecordError, InvalidRecordError) as e:
             log.warning("Found invalid messages in log segment %s at byte offset %d: %s",
                         self._log.path, valid_bytes, e)
+            if invalid_hook is not None:
+                invalid_hook(str(e))
         truncated = self._log.size_in_bytes - valid_bytes
         if truncated > 0:
             log.debug("Truncated %d invalid bytes at the end of segment %s during recovery",

@@ -41,15 +41,14 @@ from kafkalog.records.types import (
     ControlRecordType,
 )
 from kafkalog.records.validator import AppendOrigin
-from kafkalog.storage.checkpoint import ProducerSnapshot, ProducerSnapshotEntry
 from kafkalog.storage.filesystem import FileSystem, LocalFileSystem
-from kafkalog.storage.log_segment import (
+from kafkalog.storage.log_file_utils import (
     PRODUCER_SNAPSHOT_FILE_SUFFIX,
-    LogOffsetMetadata,
-    LogSegments,
     offset_from_file_name,
     producer_snapshot_file,
 )
+from kafkalog.storage.log_segment import LogOffsetMetadata, LogSegments
+from kafkalog.storage.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
 from kafkalog.storage.txn_index import AbortedTxn
 
 __all__ = [
@@ -61,6 +60,7 @@ __all__ = [
     "ProducerStateEntry",
     "ProducerStateManager",
     "TxnMetadata",
+    "decrement_sequence",
     "rebuild_producer_state",
 ]
 
@@ -72,7 +72,7 @@ NUM_BATCHES_TO_RETAIN = 5
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 
-def _decrement_sequence(sequence: int, decrement: int) -> int:
+def decrement_sequence(sequence: int, decrement: int) -> int:
     """Kafka's ``DefaultRecordBatch.decrementSequence``: sequences wrap below 0 to Int.MAX."""
     if sequence < decrement:
         return MAX_INT32 - (decrement - sequence) + 1
@@ -90,7 +90,7 @@ class BatchMetadata:
 
     @property
     def first_seq(self) -> int:
-        return _decrement_sequence(self.last_seq, self.offset_delta)
+        return decrement_sequence(self.last_seq, self.offset_delta)
 
     @property
     def first_offset(self) -> int:

@@ -1,8 +1,8 @@
 """Retention: which whole segments may go (Kafka's UnifiedLog.deleteOldSegments, spec §10).
 
 Segments are examined oldest first and the scan stops at the first one that must stay, so a log
-only ever loses a prefix. The active segment never goes while it holds data: when every segment
-is deletable, a new empty segment is rolled first and the old active one is deleted with the rest.
+only ever loses a prefix. This module only decides; ``Log.delete_segments`` carries it out (and
+keeps the log from ever being left without a segment).
 """
 
 from __future__ import annotations
@@ -78,18 +78,4 @@ def _deletable_segments(log: Log, predicate: Predicate) -> list[LogSegment]:
 
 def _delete_matching(log: Log, predicate: Predicate, reason: str) -> int:
     deletable = _deletable_segments(log, predicate)
-    if not deletable:
-        return 0
-    if len(deletable) == len(log.segments):
-        # The log always keeps a segment: roll an empty one so the last data segment can go.
-        new_active = log._roll(log.log_end_offset)
-        if deletable[-1].base_offset == new_active.base_offset:
-            deletable = deletable[:-1]  # that empty segment was recreated by the roll
-    if not deletable:
-        return 0
-    following = log.segments.higher_segment(deletable[-1].base_offset)
-    # The log start offset moves first, so that no reader is sent to a segment that is going away.
-    if following is not None:
-        log._set_log_start_offset(following.base_offset)
-    log._schedule_delete(deletable)
-    return len(deletable)
+    return log.delete_segments(deletable, reason) if deletable else 0

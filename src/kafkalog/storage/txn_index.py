@@ -27,7 +27,7 @@ from kafkalog.errors import CorruptIndexError, InvalidOffsetError, KafkaStorageE
 from kafkalog.storage._files import delete_file_if_exists, replace_file
 from kafkalog.storage.filesystem import FileSystem
 
-__all__ = ["ABORTED_TXN_SIZE", "AbortedTxn", "TransactionIndex", "TxnIndexSearchResult"]
+__all__ = ["ABORTED_TXN_SIZE", "AbortedTxn", "TransactionIndex", "TxnIndexSearchResult", "aborted_txn_slots"]
 
 ABORTED_TXN_SIZE: Final = 34
 _ABORTED_TXN = struct.Struct(">hqqqq")
@@ -66,6 +66,13 @@ class AbortedTxn:
     def read_version(buf: bytes | bytearray | memoryview, offset: int = 0) -> int:
         """The version as Kafka reads it: the first byte only, signed."""
         return _VERSION_BYTE.unpack_from(buf, offset)[0]
+
+
+def aborted_txn_slots(data: bytes | bytearray | memoryview) -> Iterator[tuple[int, int, AbortedTxn]]:
+    """(position, version as Kafka reads it, entry) of every whole entry of ``.txnindex`` bytes; a
+    trailing partial entry is skipped, as Kafka's iterator does. Versions are not checked here."""
+    for position in range(0, len(data) - ABORTED_TXN_SIZE + 1, ABORTED_TXN_SIZE):
+        yield position, AbortedTxn.read_version(data, position), AbortedTxn.from_bytes(data, position)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,14 +151,12 @@ class TransactionIndex:
             return b"".join(chunks)
 
     def _entries_with_position(self) -> Iterator[tuple[AbortedTxn, int]]:
-        data = self._read_all()
-        for position in range(0, len(data) - ABORTED_TXN_SIZE + 1, ABORTED_TXN_SIZE):
-            version = AbortedTxn.read_version(data, position)
+        for position, version, txn in aborted_txn_slots(self._read_all()):
             if version > AbortedTxn.CURRENT_VERSION:
                 raise CorruptIndexError(
                     f"Unexpected aborted transaction version {version} in transaction index {self._path} "
                     f"at position {position}, current version is {AbortedTxn.CURRENT_VERSION}")
-            yield AbortedTxn.from_bytes(data, position), position
+            yield txn, position
 
     # --- properties -----------------------------------------------------------------------------
 

@@ -1,0 +1,208 @@
+"""``KafkaConfig``: the broker's configs, by Kafka's names and with Kafka's defaults, read from a
+``server.properties`` file and/or ``key=value`` overrides.
+
+The ``log.*`` names (``log.segment.bytes``, ``log.retention.hours``, ``message.max.bytes`` …) are the
+defaults of every topic's config; ``LogConfig.from_broker_props`` maps them with Kafka's synonyms and
+precedence, so that rule lives in one place. Names a broker-side helper needs later are read with
+``get_int``/``get_bool``/``get_str`` against the defaults table below.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from kafkalog.errors import InvalidConfigError
+from kafkalog.storage.config import LogConfig
+from kafkalog.storage.java_properties import read_properties_file
+
+__all__ = ["BROKER_DEFAULTS", "KafkaConfig"]
+
+log = logging.getLogger(__name__)
+
+_LONG_MAX = 2**63 - 1
+
+# Kafka's broker configs this broker reads, with Kafka's defaults (as strings, as in a properties file).
+BROKER_DEFAULTS: dict[str, str] = {
+    "node.id": "1",
+    "listeners": "PLAINTEXT://127.0.0.1:9092",
+    "advertised.listeners": "",
+    "num.partitions": "1",
+    "auto.create.topics.enable": "true",
+    "default.replication.factor": "1",  # one node: accepted, ignored
+    "message.max.bytes": str(1024 * 1024 + 12),
+    "socket.request.max.bytes": str(100 * 1024 * 1024),
+    "socket.send.buffer.bytes": str(100 * 1024),
+    "connections.max.idle.ms": "600000",
+    "max.connections": str(2**31 - 1),
+    "log.retention.check.interval.ms": "300000",
+    "log.flush.scheduler.interval.ms": str(_LONG_MAX),
+    "log.flush.offset.checkpoint.interval.ms": "60000",
+    "log.flush.start.offset.checkpoint.interval.ms": "60000",
+    "log.dirs": "",
+    "log.dir": "/tmp/kafka-logs",
+    "transactional.id.expiration.ms": "604800000",
+    "producer.id.expiration.ms": "86400000",
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.max.size": str(2**31 - 1),
+    "offsets.topic.num.partitions": "50",
+    "offsets.retention.minutes": "10080",
+}
+
+
+def _parse_bool(name: str, value: str) -> bool:
+    text = value.strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidConfigError(
+            f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
+        )
+    return text == "true"
+
+
+def _parse_int(name: str, value: str, lo: int = -(2**63), hi: int = _LONG_MAX) -> int:
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise InvalidConfigError(f"Invalid value {value} for configuration {name}: Not a number") from None
+    if not lo <= number <= hi:
+        raise InvalidConfigError(f"Invalid value {value} for configuration {name}: must be in [{lo}, {hi}]")
+    return number
+
+
+def _parse_listener(value: str) -> tuple[str, int]:
+    """host and port of the first PLAINTEXT listener (``PLAINTEXT://host:port``; empty host = all)."""
+    for entry in (e.strip() for e in value.split(",") if e.strip()):
+        _, sep, address = entry.partition("://")
+        if not sep:
+            raise InvalidConfigError(f"Invalid listener {entry!r}: expected NAME://host:port")
+        host, colon, port = address.rpartition(":")
+        if not colon:
+            raise InvalidConfigError(f"Invalid listener {entry!r}: no port")
+        host = host.strip("[]")
+        return host, _parse_int("listeners", port, 0, 65535)
+    raise InvalidConfigError(f"No listener in {value!r}")
+
+
+@dataclass(frozen=True)
+class KafkaConfig:
+    """Broker configuration; build with ``from_props`` (or ``KafkaConfig()`` for all defaults)."""
+
+    originals: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        props = {str(k): str(v) for k, v in self.originals.items()}
+        object.__setattr__(self, "originals", props)
+        # Parse everything now: a bad value is a startup error, never a failure later.
+        self.log_config  # noqa: B018
+        _parse_listener(self.get_str("listeners"))
+        if self.get_str("advertised.listeners"):
+            _parse_listener(self.get_str("advertised.listeners"))
+        for name in (
+            "node.id",
+            "num.partitions",
+            "message.max.bytes",
+            "socket.request.max.bytes",
+            "connections.max.idle.ms",
+            "log.retention.check.interval.ms",
+            "log.flush.scheduler.interval.ms",
+            "log.flush.offset.checkpoint.interval.ms",
+        ):
+            self.get_int(name)
+        self.get_bool("auto.create.topics.enable")
+        if self.num_partitions < 1:
+            raise InvalidConfigError(
+                f"Invalid value {self.num_partitions} for configuration num.partitions: "
+                "Value must be at least 1"
+            )
+        if self.socket_request_max_bytes < 1:
+            raise InvalidConfigError("socket.request.max.bytes must be at least 1")
+
+    @classmethod
+    def from_props(
+        cls, props: Mapping[str, Any] | None = None, *, file: Path | str | None = None
+    ) -> KafkaConfig:
+        """Configs from a ``server.properties`` file, overridden by ``props``."""
+        merged: dict[str, str] = dict(read_properties_file(file)) if file is not None else {}
+        merged.update({str(k): str(v) for k, v in (props or {}).items()})
+        return cls(merged)
+
+    def with_overrides(self, props: Mapping[str, Any]) -> KafkaConfig:
+        merged = dict(self.originals)
+        merged.update({str(k): str(v) for k, v in props.items()})
+        return KafkaConfig(merged)
+
+    # --- generic access ---
+
+    def get_str(self, name: str, default: str | None = None) -> str:
+        value = self.originals.get(name)
+        if value is not None:
+            return value
+        if default is not None:
+            return default
+        if name in BROKER_DEFAULTS:
+            return BROKER_DEFAULTS[name]
+        raise InvalidConfigError(f"Unknown broker config {name} and no default given")
+
+    def get_int(self, name: str, default: int | None = None) -> int:
+        return _parse_int(name, self.get_str(name, None if default is None else str(default)))
+
+    def get_bool(self, name: str, default: bool | None = None) -> bool:
+        return _parse_bool(name, self.get_str(name, None if default is None else str(default).lower()))
+
+    # --- the configs the core broker uses ---
+
+    @cached_property
+    def node_id(self) -> int:
+        return self.get_int("node.id")
+
+    @cached_property
+    def listener(self) -> tuple[str, int]:
+        return _parse_listener(self.get_str("listeners"))
+
+    @cached_property
+    def advertised_listener(self) -> tuple[str, int] | None:
+        value = self.get_str("advertised.listeners")
+        return _parse_listener(value) if value else None
+
+    @cached_property
+    def num_partitions(self) -> int:
+        return self.get_int("num.partitions")
+
+    @cached_property
+    def auto_create_topics_enable(self) -> bool:
+        return self.get_bool("auto.create.topics.enable")
+
+    @cached_property
+    def message_max_bytes(self) -> int:
+        return self.get_int("message.max.bytes")
+
+    @cached_property
+    def socket_request_max_bytes(self) -> int:
+        return self.get_int("socket.request.max.bytes")
+
+    @cached_property
+    def connections_max_idle_ms(self) -> int:
+        return self.get_int("connections.max.idle.ms")
+
+    @cached_property
+    def log_retention_check_interval_ms(self) -> int:
+        return self.get_int("log.retention.check.interval.ms")
+
+    @cached_property
+    def log_flush_scheduler_interval_ms(self) -> int:
+        return self.get_int("log.flush.scheduler.interval.ms")
+
+    @cached_property
+    def log_flush_offset_checkpoint_interval_ms(self) -> int:
+        return self.get_int("log.flush.offset.checkpoint.interval.ms")
+
+    @cached_property
+    def log_config(self) -> LogConfig:
+        """Every topic's default config, from the ``log.*`` names (Kafka's ``LogConfig`` defaults)."""
+        return LogConfig.from_broker_props(self.originals)

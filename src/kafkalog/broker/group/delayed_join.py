@@ -1,0 +1,33 @@
+"""The timers of a rebalance (Kafka's ``DelayedJoin``, ``InitialDelayedJoin`` and pending-sync timeout),
+as ``loop.call_later`` handles: every parked JoinGroup/SyncGroup is answered by the time they fire.
+
+- ``DelayedJoin``: the join phase ends when every known member has rejoined, or after the group's
+  rebalance timeout (then the members that did not rejoin are dropped).
+- ``InitialDelayedJoin``: the first rebalance of an Empty group waits
+  ``group.initial.rebalance.delay.ms`` and again for as long as new members keep arriving, never
+  longer than the rebalance timeout in all, so that consumers started together land in one generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["DelayedJoin"]
+
+
+@dataclass(eq=False, slots=True)
+class DelayedJoin:
+    initial: bool  # an InitialDelayedJoin: never completes early, only when its delay passes
+    remaining_ms: int  # for an initial join: how much longer it may be extended
+    handle: asyncio.TimerHandle | None = None
+
+    def schedule(self, delay_ms: int, on_expire: Callable[[], None]) -> None:
+        self.cancel()
+        self.handle = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, on_expire)
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None

@@ -1,0 +1,52 @@
+"""FindCoordinator (10), v0-v6: this node coordinates every group (key type 0). Transaction
+coordinators (key type 1) are not served yet: COORDINATOR_NOT_AVAILABLE. From v4 a request carries a
+batch of keys and gets one answer per key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.handlers import handles
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.codec import response_type
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+
+
+def _lookup(apis: Any, key_type: int) -> tuple[ErrorCode, str | None, int, str, int]:
+    """(error, message, node id, host, port) for one key."""
+    if key_type == GROUP_KEY_TYPE:
+        endpoint = apis.endpoint
+        return ErrorCode.none, None, endpoint.node_id, endpoint.host, endpoint.port
+    if key_type == TRANSACTION_KEY_TYPE:
+        return ErrorCode.coordinator_not_available, "The coordinator is not available.", -1, "", -1
+    return ErrorCode.invalid_request, f"Invalid coordinator type {key_type}", -1, "", -1
+
+
+@handles(ApiKey.FIND_COORDINATOR, 0, 6)
+async def handle_find_coordinator_request(apis: Any, request: RequestContext, body: Any) -> Any:
+    cls = response_type(ApiKey.FIND_COORDINATOR, request.api_version)
+    key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
+    error, message, node_id, host, port = _lookup(apis, key_type)
+    if request.api_version >= 4:
+        coordinator_cls = nested_type(cls, "Coordinator")
+        coordinators = tuple(
+            coordinator_cls(
+                key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=message
+            )
+            for key in body.coordinator_keys
+        )
+        return build(cls, throttle_time=ZERO_DELAY, coordinators=coordinators)
+    return build(
+        cls,
+        throttle_time=ZERO_DELAY,
+        error_code=error,
+        error_message=message,
+        node_id=node_id,
+        host=host,
+        port=port,
+    )

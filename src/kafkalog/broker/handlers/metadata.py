@@ -1,0 +1,115 @@
+"""Metadata (3), v0-v13: this node as the only broker, controller and leader of every partition;
+topic ids from v10; topics auto-created (``num.partitions``) when ``auto.create.topics.enable`` and
+the request allow it (v4+; always before v4, as in Kafka)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.error_codes import error_code_for
+from kafkalog.broker.handlers import handles
+from kafkalog.broker.metadata_cache import ZERO_UUID
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.errors import KafkaLogError, TopicExistsError
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.codec import response_type
+
+log = logging.getLogger(__name__)
+
+# Kafka's "authorized operations not requested" value.
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+def _maybe_create(apis: Any, topic: str) -> ErrorCode:
+    try:
+        apis.log_manager.create_topic(topic, apis.config.num_partitions)
+        log.info("Auto-created topic %s with %d partition(s)", topic, apis.config.num_partitions)
+    except TopicExistsError:
+        pass
+    except KafkaLogError as e:
+        log.info("Cannot auto-create topic %r: %s", topic, e)
+        return error_code_for(e)
+    return ErrorCode.none
+
+
+@handles(ApiKey.METADATA, 0, 13)
+async def handle_topic_metadata_request(apis: Any, request: RequestContext, body: Any) -> Any:
+    version = request.api_version
+    cls = response_type(ApiKey.METADATA, version)
+    broker_cls = nested_type(cls, "MetadataResponseBroker")
+    topic_cls = nested_type(cls, "MetadataResponseTopic")
+    partition_cls = nested_type(cls, "MetadataResponsePartition")
+    cache = apis.metadata_cache
+    node = apis.node_id
+
+    requested: list[tuple[str | None, Any]]  # (name, topic id) pairs
+    if body.topics is None or (version == 0 and not body.topics):
+        requested = [(name, None) for name in cache.topics()]
+    else:
+        requested = [(t.name, getattr(t, "topic_id", None)) for t in body.topics]
+    allow_create = apis.config.auto_create_topics_enable and getattr(body, "allow_auto_topic_creation", True)
+
+    topics = []
+    for name, topic_id in requested:
+        error = ErrorCode.none
+        if name is None:
+            found = cache.topic_name(topic_id) if topic_id is not None and topic_id != ZERO_UUID else None
+            if found is None:
+                topics.append(
+                    build(
+                        topic_cls,
+                        error_code=ErrorCode.unknown_topic_id,
+                        name=None,
+                        topic_id=topic_id or ZERO_UUID,
+                        is_internal=False,
+                        partitions=(),
+                        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                    )
+                )
+                continue
+            name = found
+        if not cache.contains(name):
+            error = _maybe_create(apis, name) if allow_create else ErrorCode.unknown_topic_or_partition
+            if error == ErrorCode.none and not cache.contains(name):
+                error = ErrorCode.unknown_topic_or_partition
+        partitions: tuple[Any, ...] = ()
+        if error == ErrorCode.none:
+            partitions = tuple(
+                build(
+                    partition_cls,
+                    error_code=ErrorCode.none,
+                    partition_index=p,
+                    leader_id=node,
+                    leader_epoch=0,
+                    replica_nodes=(node,),
+                    isr_nodes=(node,),
+                    offline_replicas=(),
+                )
+                for p in range(cache.num_partitions(name))
+            )
+        topics.append(
+            build(
+                topic_cls,
+                error_code=error,
+                name=name,
+                topic_id=cache.topic_id(name) if error == ErrorCode.none else ZERO_UUID,
+                is_internal=False,
+                partitions=partitions,
+                topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+            )
+        )
+    endpoint = apis.endpoint
+    brokers = (build(broker_cls, node_id=node, host=endpoint.host, port=endpoint.port, rack=endpoint.rack),)
+    return build(
+        cls,
+        throttle_time=ZERO_DELAY,
+        brokers=brokers,
+        cluster_id=apis.cluster_id,
+        controller_id=node,
+        topics=tuple(topics),
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        error_code=ErrorCode.none,
+    )

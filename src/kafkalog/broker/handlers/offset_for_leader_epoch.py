@@ -1,0 +1,64 @@
+"""OffsetForLeaderEpoch (23), v2-v4: the end offset of a leader epoch from the partition's
+leader-epoch cache (Kafka's ``LeaderEpochFileCache.endOffsetFor``); consumers use it to validate a
+position after a leader change (KIP-320)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.error_codes import error_code_for
+from kafkalog.broker.handlers import handles
+from kafkalog.broker.replica_manager import TopicPartition
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.errors import KafkaLogError
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.codec import response_type
+
+UNDEFINED = -1
+
+
+def end_offset_for(
+    entries: list[tuple[int, int]], requested_epoch: int, log_end_offset: int
+) -> tuple[int, int]:
+    """(epoch, end offset) for ``requested_epoch`` given (epoch, start offset) entries in order."""
+    if requested_epoch == UNDEFINED or not entries:
+        return UNDEFINED, UNDEFINED
+    if entries[-1][0] == requested_epoch:
+        return requested_epoch, log_end_offset
+    higher = next((e for e in entries if e[0] > requested_epoch), None)
+    if higher is None:
+        return UNDEFINED, UNDEFINED
+    floor = [e for e in entries if e[0] <= requested_epoch]
+    return (floor[-1][0] if floor else requested_epoch), higher[1]
+
+
+def _lookup(apis: Any, tp: TopicPartition, epoch: int) -> tuple[ErrorCode, int, int]:
+    try:
+        partition_log = apis.replica_manager.get_log(tp)
+        cache = partition_log.leader_epoch_cache
+        entries = [(e.epoch, e.start_offset) for e in cache.entries()] if cache is not None else []
+        found_epoch, end = end_offset_for(entries, epoch, partition_log.log_end_offset)
+    except KafkaLogError as e:
+        return error_code_for(e), UNDEFINED, UNDEFINED
+    return ErrorCode.none, found_epoch, end
+
+
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4)
+async def handle_offset_for_leader_epoch_request(apis: Any, request: RequestContext, body: Any) -> Any:
+    cls = response_type(ApiKey.OFFSET_FOR_LEADER_EPOCH, request.api_version)
+    topic_cls = nested_type(cls, "OffsetForLeaderTopicResult")
+    partition_cls = nested_type(cls, "EpochEndOffset")
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            error, epoch, end = _lookup(apis, TopicPartition(topic.topic, p.partition), p.leader_epoch)
+            partitions.append(
+                build(
+                    partition_cls, error_code=error, partition=p.partition, leader_epoch=epoch, end_offset=end
+                )
+            )
+        topics.append(build(topic_cls, topic=topic.topic, partitions=tuple(partitions)))
+    return build(cls, throttle_time=ZERO_DELAY, topics=tuple(topics))

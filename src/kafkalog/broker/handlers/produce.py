@@ -1,0 +1,139 @@
+"""Produce (0), v3-v13 (Kafka's ``handleProduceRequest``): decode with the records left as views into
+the frame, check what Kafka's ``ProduceRequest.validateRecords`` checks, hand the partitions to
+``ReplicaManager.append_records`` and answer from its callback — or not at all for acks=0."""
+
+from __future__ import annotations
+
+import logging
+import struct
+from datetime import UTC, datetime
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.handlers import ApiHandler, register
+from kafkalog.broker.replica_manager import PartitionResponse, TopicPartition
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.errors import InvalidRequestError
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.codec import response_type
+from kafkalog.protocol.produce_request import ProduceRequestData, decode_produce_request
+
+log = logging.getLogger(__name__)
+
+_BATCH_LENGTH = struct.Struct(">i")
+_ATTRIBUTES = struct.Struct(">h")
+_MAGIC_OFFSET = 16
+_ATTRIBUTES_OFFSET = 21
+_ZSTD = 4
+
+
+def _validate_records(version: int, records: memoryview) -> PartitionResponse | None:
+    """v3+ carries exactly one magic-2 batch; zstd needs v7+ (Kafka's ``ProduceRequest.validateRecords``)."""
+    if len(records) < _ATTRIBUTES_OFFSET + 2:
+        return None  # too short to be a batch: the storage validator reports it as corrupt
+    if records[_MAGIC_OFFSET] != 2:
+        return PartitionResponse(
+            ErrorCode.invalid_record,
+            error_message=(
+                f"Produce requests with version {version} are only allowed to contain record batches "
+                "with magic version 2"
+            ),
+        )
+    (length,) = _BATCH_LENGTH.unpack_from(records, 8)
+    if length >= 0 and 12 + length < len(records):
+        return PartitionResponse(
+            ErrorCode.invalid_record,
+            error_message=(
+                "Produce requests with version 3 and later are only allowed to contain exactly one "
+                "record batch"
+            ),
+        )
+    (attributes,) = _ATTRIBUTES.unpack_from(records, _ATTRIBUTES_OFFSET)
+    if attributes & 0x07 == _ZSTD and version < 7:
+        return PartitionResponse(
+            ErrorCode.unsupported_compression_type,
+            error_message=("Produce requests with version < 7 may not use ZStandard compression"),
+        )
+    return None
+
+
+def _decode(frame: memoryview, offset: int, version: int) -> ProduceRequestData:
+    return decode_produce_request(frame, offset, version)
+
+
+async def handle_produce_request(apis: Any, request: RequestContext, body: ProduceRequestData) -> Any:
+    version = request.api_version
+    cache = apis.metadata_cache
+    entries: dict[TopicPartition, memoryview | None] = {}
+    invalid: dict[TopicPartition, PartitionResponse] = {}
+    order: list[tuple[Any, TopicPartition]] = []  # (the topic as the client named it, partition)
+    for topic in body.topics:
+        name = topic.name
+        if name is None:  # v13+: by topic id
+            name = cache.topic_name(topic.topic_id) if topic.topic_id is not None else None
+        for partition in topic.partitions:
+            key = TopicPartition(name if name is not None else "", partition.partition_index)
+            order.append((topic.topic_id if topic.name is None else topic.name, key))
+            if name is None:
+                invalid[key] = PartitionResponse(ErrorCode.unknown_topic_id)
+                continue
+            if body.transactional_id is not None:
+                # No transaction coordinator yet: Kafka refuses a transactional write to a partition
+                # that was not added to the transaction.
+                invalid[key] = PartitionResponse(
+                    ErrorCode.invalid_txn_state,
+                    error_message=("Transactional produce is not supported by this broker yet"),
+                )
+                continue
+            records = partition.records
+            failed = _validate_records(version, records) if records is not None else None
+            if failed is not None:
+                invalid[key] = failed
+            else:
+                entries[key] = records
+
+    results: dict[TopicPartition, PartitionResponse] = dict(invalid)
+    apis.replica_manager.append_records(body.timeout_ms, body.acks, entries, results.update)
+    if body.acks == 0:
+        failures = [f"{tp} ({r.error.name})" for tp, r in results.items() if r.error != ErrorCode.none]
+        if failures:
+            # The client never reads an answer: Kafka closes the connection so that it notices and
+            # refreshes its metadata.
+            raise InvalidRequestError(
+                f"acks=0 produce failed for {', '.join(failures)}; closing the connection")
+        return None
+
+    cls = response_type(ApiKey.PRODUCE, version)
+    topic_cls = nested_type(cls, "TopicProduceResponse")
+    partition_cls = nested_type(cls, "PartitionProduceResponse")
+    batch_error_cls = nested_type(cls, "BatchIndexAndErrorMessage")
+    by_topic: dict[Any, list[Any]] = {}
+    for topic_key, tp in order:
+        r = results[tp]
+        append_time = (
+            datetime.fromtimestamp(r.log_append_time / 1000, tz=UTC) if r.log_append_time >= 0 else None
+        )
+        by_topic.setdefault(topic_key, []).append(
+            build(
+                partition_cls,
+                index=tp.partition,
+                error_code=r.error,
+                base_offset=r.base_offset,
+                log_append_time=append_time,
+                log_start_offset=r.log_start_offset,
+                record_errors=tuple(
+                    build(batch_error_cls, batch_index=i, batch_index_error_message=m)
+                    for i, m in r.record_errors
+                ),
+                error_message=r.error_message if r.error != ErrorCode.none else None,
+            )
+        )
+    topics = tuple(
+        build(topic_cls, name=key, topic_id=key, partition_responses=tuple(parts))
+        for key, parts in by_topic.items()
+    )
+    return build(cls, responses=topics, throttle_time=ZERO_DELAY)
+
+
+register(ApiHandler(ApiKey.PRODUCE, 3, 13, handle_produce_request, _decode))

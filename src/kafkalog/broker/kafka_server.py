@@ -1,0 +1,197 @@
+"""``KafkaServer``: one broker node on one asyncio loop (Kafka's ``BrokerServer`` startup/shutdown).
+
+Startup: open the data directory with ``LogManager`` (recovery runs in an executor thread), check
+``meta.properties`` against ``node.id``, build the ``ReplicaManager`` and ``KafkaApis``, listen,
+start the background tasks (retention every ``log.retention.check.interval.ms``, flushing of logs
+with a ``flush.ms`` every ``log.flush.scheduler.interval.ms``, recovery-point checkpoints every
+``log.flush.offset.checkpoint.interval.ms``). Shutdown: parked fetches are completed, requests in
+flight are answered, connections closed, then ``LogManager.close`` flushes, checkpoints and writes
+Kafka's clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from kafkalog.broker.config import KafkaConfig
+from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR, group_coordinator
+from kafkalog.broker.kafka_apis import BrokerEndpoint, KafkaApis
+from kafkalog.broker.metadata_cache import MetadataCache
+from kafkalog.broker.producer_id_manager import ProducerIdManager
+from kafkalog.broker.replica_manager import ReplicaManager
+from kafkalog.broker.socket_server import SocketServer
+from kafkalog.errors import InvalidConfigError, KafkaStorageError
+from kafkalog.storage.log_manager import LogManager
+from kafkalog.storage.metadata_files import META_PROPERTIES_FILE, read_meta_properties
+
+__all__ = ["KafkaServer"]
+
+log = logging.getLogger(__name__)
+
+_LONG_MAX = 2**63 - 1
+
+
+class KafkaServer:
+    def __init__(self, data_dir: Path | str, config: KafkaConfig | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.config = config if config is not None else KafkaConfig()
+        self.log_manager: LogManager | None = None
+        self.apis: KafkaApis | None = None
+        self._socket_server: SocketServer | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.bound_port: int | None = None
+        self._last_flush: dict[Path, float] = {}
+
+    @property
+    def bootstrap_servers(self) -> str:
+        host = self.advertised_host
+        return f"{host}:{self.bound_port}"
+
+    @property
+    def advertised_host(self) -> str:
+        advertised = self.config.advertised_listener
+        if advertised is not None and advertised[0]:
+            return advertised[0]
+        host = self.config.listener[0]
+        return host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+
+    async def startup(self) -> None:
+        loop = asyncio.get_running_loop()
+        config = self.config
+        self.log_manager = await loop.run_in_executor(None, self._open_logs)
+        try:
+            meta = read_meta_properties(self.data_dir / META_PROPERTIES_FILE)
+            if meta.node_id is not None and meta.node_id != config.node_id:
+                raise InvalidConfigError(
+                    f"Stored node id {meta.node_id} in {self.data_dir / META_PROPERTIES_FILE} doesn't match "
+                    f"the configured node.id {config.node_id}"
+                )
+            if meta.cluster_id is None:
+                raise KafkaStorageError(f"No cluster.id in {self.data_dir / META_PROPERTIES_FILE}")
+            replica_manager = ReplicaManager(self.log_manager)
+            host, port = config.listener
+            socket_server = None
+            self.apis = KafkaApis(
+                config,
+                self.log_manager,
+                replica_manager,
+                ProducerIdManager(self.data_dir),
+                MetadataCache(self.log_manager),
+                meta.cluster_id,
+                BrokerEndpoint(config.node_id, "", port),
+            )
+            socket_server = SocketServer(
+                self.apis,
+                max_request_bytes=config.socket_request_max_bytes,
+                idle_ms=config.connections_max_idle_ms,
+                max_connections=config.get_int("max.connections"),
+            )
+            await socket_server.start(host, port)
+            self._socket_server = socket_server
+            self.bound_port = socket_server.port
+            advertised = config.advertised_listener
+            adv_port = advertised[1] if advertised is not None and advertised[1] else self.bound_port
+            self.apis.endpoint = BrokerEndpoint(config.node_id, self.advertised_host, adv_port)
+            group_coordinator(self.apis)
+        except BaseException:
+            await loop.run_in_executor(None, self.log_manager.close)
+            raise
+        self._start_background_tasks()
+        log.info(
+            "Kafka-wire broker node %d serving %s on %s (cluster %s)",
+            config.node_id,
+            self.data_dir,
+            self.bootstrap_servers,
+            meta.cluster_id,
+        )
+
+    def _open_logs(self) -> LogManager:
+        return LogManager(self.data_dir, default_config=self.config.log_config, node_id=self.config.node_id)
+
+    def _start_background_tasks(self) -> None:
+        config = self.config
+        self._schedule("kafka-log-retention", config.log_retention_check_interval_ms, self._cleanup_logs)
+        if config.log_flush_scheduler_interval_ms < _LONG_MAX:
+            self._schedule(
+                "kafka-log-flusher", config.log_flush_scheduler_interval_ms, self._flush_dirty_logs
+            )
+        self._schedule(
+            "kafka-recovery-point-checkpoint",
+            config.log_flush_offset_checkpoint_interval_ms,
+            self._checkpoint,
+        )
+
+    def _schedule(self, name: str, interval_ms: int, action: Callable[[], Awaitable[None]]) -> None:
+        async def run() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                try:
+                    await action()
+                except Exception:
+                    log.exception("Background task %s failed", name)
+
+        self._tasks.append(asyncio.get_running_loop().create_task(run(), name=name))
+
+    async def _cleanup_logs(self) -> None:
+        assert self.log_manager is not None
+        deleted = self.log_manager.cleanup_logs()
+        if deleted:
+            log.info("Retention deleted %d segment(s)", deleted)
+        for partition_log in self.log_manager.logs():
+            partition_log.delete_pending_files()
+
+    async def _flush_dirty_logs(self) -> None:
+        assert self.log_manager is not None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for partition_log in self.log_manager.logs():
+            flush_ms = partition_log.config.flush_ms
+            last = self._last_flush.get(partition_log.dir, 0.0)
+            if flush_ms < _LONG_MAX and (now - last) * 1000 >= flush_ms:
+                await loop.run_in_executor(None, partition_log.flush)
+                self._last_flush[partition_log.dir] = now
+
+    async def _checkpoint(self) -> None:
+        assert self.log_manager is not None
+        self.log_manager.checkpoint()
+
+    async def shutdown(self) -> None:
+        """Answer what is in flight, close the connections, close the logs (clean-shutdown marker)."""
+        log.info("Shutting down broker node %d", self.config.node_id)
+        if self.apis is not None:
+            self.apis.replica_manager.shutdown()
+            # parked JoinGroup/SyncGroup requests are answered (NOT_COORDINATOR) before connections close
+            coordinator = self.apis.components.get(GROUP_COORDINATOR)
+            if coordinator is not None:
+                coordinator.shutdown()
+        if self._socket_server is not None:
+            await self._socket_server.stop()
+            self._socket_server = None
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        for component in self.apis.components.values() if self.apis is not None else ():
+            closer: Any = getattr(component, "shutdown", None)
+            if closer is not None:
+                result = closer()
+                if asyncio.iscoroutine(result):
+                    await result
+        if self.log_manager is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.log_manager.close)
+            self.log_manager = None
+        log.info("Broker node %d shut down cleanly", self.config.node_id)
+
+    async def serve_until(self, stop: asyncio.Event) -> None:
+        await self.startup()
+        try:
+            await stop.wait()
+        finally:
+            await self.shutdown()

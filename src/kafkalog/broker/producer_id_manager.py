@@ -1,0 +1,58 @@
+"""Producer id allocation for InitProducerId (Kafka's ``ProducerIdManager``).
+
+Kafka's controller hands out blocks of 1000 ids and records each block in the metadata log; here the
+end of the last block handed out is kept in ``kafkalog-producer-ids`` in the data directory (written
+and fsynced before an id of a new block is used), so ids are never reused across restarts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kafkalog.errors import KafkaStorageError
+
+__all__ = ["PRODUCER_ID_FILE", "ProducerIdManager"]
+
+PRODUCER_ID_FILE = "kafkalog-producer-ids"
+BLOCK_SIZE = 1000
+
+
+class ProducerIdManager:
+    def __init__(self, data_dir: Path) -> None:
+        self._path = Path(data_dir) / PRODUCER_ID_FILE
+        self._next = self._block_end = self._read()
+
+    def _read(self) -> int:
+        try:
+            text = self._path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            return 0
+        except OSError as e:
+            raise KafkaStorageError(f"Cannot read {self._path}: {e}") from e
+        try:
+            value = int(text)
+        except ValueError:
+            raise KafkaStorageError(f"{self._path} does not hold a producer id: {text[:40]!r}") from None
+        if value < 0:
+            raise KafkaStorageError(f"{self._path} holds a negative producer id {value}")
+        return value
+
+    def _write(self, block_end: int) -> None:
+        tmp = self._path.with_suffix(".tmp")
+        try:
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write(f"{block_end}\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self._path)
+        except OSError as e:
+            raise KafkaStorageError(f"Cannot write {self._path}: {e}") from e
+
+    def generate_producer_id(self) -> int:
+        if self._next >= self._block_end:
+            self._block_end = self._next + BLOCK_SIZE
+            self._write(self._block_end)
+        producer_id = self._next
+        self._next += 1
+        return producer_id

@@ -1,0 +1,283 @@
+"""``ReplicaManager`` for one node: appends produced records to the local logs and serves fetches,
+with Kafka's DelayedFetch long-poll (the seed's ``ReplicaManager.appendMessages`` call chain).
+
+Everything here runs on the broker's event-loop thread: it is the only writer of every log, so
+appends need no lock beyond the storage engine's own, and fetch waiters are woken directly from the
+append path. On a single node the high watermark is the log end offset after each append, so acks=1
+and acks=all both answer once the local append is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.error_codes import error_code_for
+from kafkalog.broker.file_region import FileRegion
+from kafkalog.errors import KafkaLogError, RecordValidationError
+from kafkalog.records.memory import MemoryRecords
+from kafkalog.storage.log import FetchIsolation, Log
+from kafkalog.storage.log_manager import LogManager
+
+__all__ = [
+    "FetchParams",
+    "FetchPartitionData",
+    "FetchPartitionInfo",
+    "PartitionResponse",
+    "ReplicaManager",
+    "TopicPartition",
+]
+
+log = logging.getLogger(__name__)
+
+# Record bytes up to this size are read into the response (pread) instead of sent with sendfile,
+# which first waits for the socket buffer to empty: cheaper for small fetches.
+SENDFILE_MIN_BYTES = 32 * 1024
+# Each file region holds a duplicated descriptor until it is sent: past this many in one response
+# the rest are read instead, so a fetch of many partitions cannot exhaust the descriptor limit.
+MAX_REGIONS_PER_FETCH = 64
+_I32 = struct.Struct(">i")
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(slots=True)
+class PartitionResponse:
+    """One partition's Produce result (Kafka's ``ProduceResponse.PartitionResponse``)."""
+
+    error: ErrorCode
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    record_errors: tuple[tuple[int, str | None], ...] = ()
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionInfo:
+    fetch_offset: int
+    partition_max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchParams:
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation: FetchIsolation
+
+
+@dataclass(slots=True)
+class FetchPartitionData:
+    error: ErrorCode
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: bytes | FileRegion = b""
+    aborted_transactions: list[tuple[int, int]] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.records) if isinstance(self.records, bytes) else self.records.size
+
+    def release(self) -> None:
+        if isinstance(self.records, FileRegion):
+            self.records.close()
+
+
+ResponseCallback = Callable[[dict[TopicPartition, PartitionResponse]], None]
+
+
+class ReplicaManager:
+    def __init__(self, log_manager: LogManager) -> None:
+        self._log_manager = log_manager
+        self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
+        self._shutting_down = False
+
+    @property
+    def log_manager(self) -> LogManager:
+        return self._log_manager
+
+    def get_log(self, tp: TopicPartition) -> Log:
+        """The partition's log; UnknownTopicOrPartitionError if there is none."""
+        return self._log_manager.get_log(tp.topic, tp.partition)
+
+    # --- produce ---------------------------------------------------------------------------------
+
+    def append_records(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries_per_partition: Mapping[TopicPartition, memoryview | None],
+        response_callback: ResponseCallback,
+    ) -> None:
+        """Append each partition's records as leader and call ``response_callback`` with the results
+        (Kafka's ``appendRecords``). With one replica every ack level is met by the local append, so
+        ``timeout_ms`` never expires; acks other than -1/0/1 fail every partition with
+        INVALID_REQUIRED_ACKS."""
+        if required_acks not in (-1, 0, 1):
+            response_callback(
+                {tp: PartitionResponse(ErrorCode.invalid_required_acks) for tp in entries_per_partition}
+            )
+            return
+        results: dict[TopicPartition, PartitionResponse] = {}
+        for tp, records in entries_per_partition.items():
+            results[tp] = self._append_to_local_log(tp, records)
+        response_callback(results)
+
+    def _append_to_local_log(self, tp: TopicPartition, records: memoryview | None) -> PartitionResponse:
+        try:
+            partition_log = self.get_log(tp)
+            if records is None:
+                return PartitionResponse(
+                    ErrorCode.invalid_record, error_message="Null records in produce request"
+                )
+            info = partition_log.append_as_leader(MemoryRecords(records))
+        except RecordValidationError as e:
+            return PartitionResponse(
+                error_code_for(e), record_errors=tuple(e.record_errors), error_message=str(e)
+            )
+        except KafkaLogError as e:
+            return PartitionResponse(error_code_for(e), error_message=str(e))
+        except Exception as e:
+            log.exception("Error appending to %s", tp)
+            return PartitionResponse(ErrorCode.unknown_server_error, error_message=str(e))
+        if info.last_offset >= info.first_offset >= 0:
+            self._wake(tp)
+        return PartitionResponse(
+            ErrorCode.none, info.first_offset, info.log_append_time, info.log_start_offset
+        )
+
+    # --- fetch -----------------------------------------------------------------------------------
+
+    def _wake(self, tp: TopicPartition) -> None:
+        waiters = self._waiters.pop(tp, None)
+        if waiters:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def wake_all(self) -> None:
+        """Complete every parked fetch now (shutdown, topic deletion)."""
+        for tp in list(self._waiters):
+            self._wake(tp)
+
+    def shutdown(self) -> None:
+        self._shutting_down = True
+        self.wake_all()
+
+    async def fetch_messages(
+        self, params: FetchParams, fetch_infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]]
+    ) -> list[tuple[TopicPartition, FetchPartitionData]]:
+        """Read every partition; if fewer than ``min_bytes`` came back and nothing failed, wait for
+        appends to these partitions, up to ``max_wait_ms`` (Kafka's DelayedFetch), and read again."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, params.max_wait_ms) / 1000
+        while True:
+            results, total, errors = self.read_from_local_log(params, fetch_infos)
+            remaining = deadline - loop.time()
+            if (
+                total >= params.min_bytes
+                or errors
+                or remaining <= 0
+                or not fetch_infos
+                or self._shutting_down
+            ):
+                return results
+            for _, data in results:
+                data.release()
+            waiter: asyncio.Future[None] = loop.create_future()
+            keys = {tp for tp, _ in fetch_infos}
+            for tp in keys:
+                self._waiters.setdefault(tp, set()).add(waiter)
+            try:
+                await asyncio.wait((waiter,), timeout=remaining)  # woken by an append, or the deadline
+            finally:
+                for tp in keys:
+                    found = self._waiters.get(tp)
+                    if found is not None:
+                        found.discard(waiter)
+                        if not found:
+                            del self._waiters[tp]
+
+    def read_from_local_log(
+        self, params: FetchParams, fetch_infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]]
+    ) -> tuple[list[tuple[TopicPartition, FetchPartitionData]], int, bool]:
+        """(results, record bytes, whether any partition failed) — Kafka's ``readFromLog``: the first
+        batch is returned even when larger than the limits, later partitions share what is left of
+        ``max_bytes``."""
+        limit = params.max_bytes
+        min_one_message = True
+        total = 0
+        errors = False
+        regions = 0
+        results: list[tuple[TopicPartition, FetchPartitionData]] = []
+        for tp, info in fetch_infos:
+            data = self._read_partition(
+                tp,
+                info,
+                min(info.partition_max_bytes, limit),
+                min_one_message,
+                params.isolation,
+                regions < MAX_REGIONS_PER_FETCH,
+            )
+            size = data.size
+            if size > 0:
+                min_one_message = False
+                limit = max(0, limit - size)
+                total += size
+            if data.error != ErrorCode.none:
+                errors = True
+            if isinstance(data.records, FileRegion):
+                regions += 1
+            results.append((tp, data))
+        return results, total, errors
+
+    def _read_partition(
+        self,
+        tp: TopicPartition,
+        info: FetchPartitionInfo,
+        max_bytes: int,
+        min_one_message: bool,
+        isolation: FetchIsolation,
+        allow_region: bool = True,
+    ) -> FetchPartitionData:
+        try:
+            partition_log = self.get_log(tp)
+            # Offsets before the read: a concurrent append must not make them run ahead of the data.
+            high_watermark = partition_log.high_watermark
+            last_stable = partition_log.last_stable_offset
+            log_start = partition_log.log_start_offset
+            fetch = partition_log.read(
+                info.fetch_offset, max(0, max_bytes), isolation=isolation, min_one_message=min_one_message
+            )
+        except KafkaLogError as e:
+            return FetchPartitionData(error_code_for(e))
+        except Exception:
+            log.exception("Error reading %s at offset %d", tp, info.fetch_offset)
+            return FetchPartitionData(ErrorCode.unknown_server_error)
+        records = fetch.records
+        size = records.size_in_bytes
+        payload: bytes | FileRegion
+        if size == 0:
+            payload = b""
+        elif size < SENDFILE_MIN_BYTES or not allow_region or not hasattr(records, "fileno"):
+            payload = records.read_bytes() if hasattr(records, "read_bytes") else records.to_bytes()
+        else:
+            payload = FileRegion(records.fileno(), records.start, size)
+        aborted = None
+        if fetch.aborted_transactions is not None:
+            aborted = [(t.producer_id, t.first_offset) for t in fetch.aborted_transactions]
+        return FetchPartitionData(ErrorCode.none, high_watermark, last_stable, log_start, payload, aborted)

@@ -1,0 +1,56 @@
+"""What a handler knows about the request it serves, and helpers to build kio responses."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from kafkalog.protocol.headers import RequestHeader
+
+__all__ = ["RequestContext", "build", "nested_type"]
+
+ZERO_DELAY = timedelta(0)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    header: RequestHeader
+    client_host: str
+    client_port: int
+    connection_id: str
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+
+_FIELD_NAMES: dict[type[Any], frozenset[str]] = {}
+
+
+def _field_names(cls: type[Any]) -> frozenset[str]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def build(cls: type[Any], **values: Any) -> Any:
+    """An instance of kio's dataclass ``cls`` from ``values``, ignoring the names this version of the
+    message lacks (so one handler serves every version)."""
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def nested_type(message_cls: type[Any], name: str) -> type[Any]:
+    """A struct type of the same message and version (e.g. ``MetadataResponseTopic``); a class that
+    builds nothing (``None``) when this version lacks it."""
+    found: type[Any] | None = getattr(sys.modules[message_cls.__module__], name, None)
+    return found if found is not None else _Absent
+
+
+class _Absent:
+    def __new__(cls, **_: Any) -> None:  # type: ignore[misc]
+        return None

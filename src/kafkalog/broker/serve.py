@@ -1,0 +1,89 @@
+"""``kafkalog serve``: run a broker in the foreground until SIGTERM/SIGINT.
+
+    kafkalog serve --data-dir DIR [--host 127.0.0.1] [--port 9092] [--config key=value ...]
+                   [--config-file server.properties]
+
+Configs use Kafka's broker names; ``--config`` wins over the file, ``--host``/``--port`` over both.
+On SIGTERM or SIGINT requests in flight are answered, then the logs are flushed and closed and
+Kafka's clean-shutdown marker is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any
+
+from kafkalog.errors import InvalidConfigError
+
+__all__ = ["add_serve_command", "cmd_serve"]
+
+log = logging.getLogger(__name__)
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def add_serve_command(commands: Any, data_dir_arg: Any) -> None:
+    p = commands.add_parser("serve", help="serve the data directory over Kafka's wire protocol (blocks)")
+    data_dir_arg(p)
+    p.add_argument(
+        "--host", default=None, help="address to listen on (default 127.0.0.1, or the listeners config)"
+    )
+    p.add_argument(
+        "--port", type=int, default=None, help="port to listen on (default 9092; 0 = any free port)"
+    )
+    p.add_argument(
+        "--config",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker config by Kafka's name, e.g. num.partitions=3 (repeatable)",
+    )
+    p.add_argument("--config-file", default=None, metavar="FILE", help="a Kafka server.properties file")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from kafkalog.broker.config import KafkaConfig
+    from kafkalog.broker.kafka_server import KafkaServer
+
+    props = dict(args.config)
+    config = KafkaConfig.from_props(props, file=args.config_file)
+    if args.host is not None or args.port is not None:
+        host, port = config.listener
+        if args.port is not None and not 0 <= args.port <= 65535:
+            raise InvalidConfigError(f"Invalid port {args.port}")
+        host = (
+            args.host if args.host is not None else (host if "listeners" in config.originals else "127.0.0.1")
+        )
+        port = args.port if args.port is not None else port
+        config = config.with_overrides({"listeners": f"PLAINTEXT://{host}:{port}"})
+    if args.verbose == 0:
+        logging.getLogger("kafkalog.broker").setLevel(logging.INFO)
+    server = KafkaServer(args.data_dir, config)
+    asyncio.run(_serve(server))
+    return 0
+
+
+async def _serve(server: Any) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await server.startup()
+    # One line on stdout that scripts can wait for.
+    print(f"kafkalog: serving {server.data_dir} on {server.bootstrap_servers}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await server.shutdown()
+        print("kafkalog: stopped cleanly", file=sys.stderr, flush=True)

@@ -1,0 +1,174 @@
+"""The network layer (Kafka's ``SocketServer`` + ``Processor``), on one asyncio loop.
+
+Per connection, Kafka's discipline: read one frame (size checked before the body is read), handle it
+to completion, write the response, then read the next — so at most one request is in flight and
+responses leave in request order ("muting", as Kafka's selector does). The write buffer is bounded
+(``drain``), a connection idle for ``connections.max.idle.ms`` is closed, and a frame that cannot be
+parsed, an unknown API key or an unsupported version costs one log line and that connection only.
+Fetch responses carry file regions, sent with ``loop.sendfile`` (``os.sendfile``: zero copy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import socket
+from typing import IO, TYPE_CHECKING, cast
+
+from kafkalog.broker.file_region import FileRegion
+from kafkalog.errors import InvalidRequestError
+from kafkalog.protocol.fetch_response import Chunk, chunks_size
+from kafkalog.protocol.framing import SIZE_PREFIX, check_frame_size, size_prefix
+
+if TYPE_CHECKING:
+    from kafkalog.broker.kafka_apis import KafkaApis
+
+__all__ = ["SocketServer"]
+
+log = logging.getLogger(__name__)
+
+WRITE_BUFFER_HIGH = 4 * 1024 * 1024
+
+
+class SocketServer:
+    def __init__(
+        self, apis: KafkaApis, *, max_request_bytes: int, idle_ms: int, max_connections: int
+    ) -> None:
+        self._apis = apis
+        self._max_request_bytes = max_request_bytes
+        self._idle_s = idle_ms / 1000 if idle_ms >= 0 else None
+        self._max_connections = max_connections
+        self._server: asyncio.Server | None = None
+        self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._busy: set[asyncio.Task[None]] = set()  # connections with a request in flight
+        self._ids = itertools.count()
+        self._stopping = False
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        sockname = self._server.sockets[0].getsockname()
+        return int(sockname[1])
+
+    async def start(self, host: str, port: int) -> None:
+        self._server = await asyncio.start_server(
+            self._serve_connection, host or None, port, reuse_address=True, limit=64 * 1024
+        )
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Stop accepting; let requests in flight finish (up to ``grace_s``); close every connection."""
+        self._stopping = True
+        if self._server is not None:
+            self._server.close()
+        busy = [t for t in self._busy if not t.done()]
+        if busy:
+            await asyncio.wait(busy, timeout=grace_s)
+        for task, writer in list(self._connections.items()):
+            writer.close()
+            task.cancel()
+        if self._connections:
+            await asyncio.wait(list(self._connections), timeout=grace_s)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), grace_s)
+
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        client = (str(peer[0]), int(peer[1]))
+        connection_id = f"{client[0]}:{client[1]}-{next(self._ids)}"
+        if self._stopping or len(self._connections) >= self._max_connections:
+            writer.close()
+            return
+        self._connections[task] = writer
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
+        try:
+            await self._process(reader, writer, client, connection_id, task)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client went away
+        except InvalidRequestError as e:
+            log.warning("Closing connection %s: %s", connection_id, e)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("Closing connection %s after an unexpected error", connection_id)
+        finally:
+            self._connections.pop(task, None)
+            self._busy.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+    async def _process(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        client: tuple[str, int],
+        connection_id: str,
+        task: asyncio.Task[None],
+    ) -> None:
+        idle = self._idle_s
+        while not self._stopping:
+            try:
+                async with asyncio.timeout(idle):  # no task per read, unlike wait_for
+                    prefix = await reader.readexactly(SIZE_PREFIX)
+            except TimeoutError:
+                log.info(
+                    "Closing connection %s: idle for more than %s ms (connections.max.idle.ms)",
+                    connection_id,
+                    int((idle or 0) * 1000),
+                )
+                return
+            except asyncio.IncompleteReadError as e:
+                if e.partial:
+                    raise InvalidRequestError(f"Truncated size prefix ({len(e.partial)} bytes)") from None
+                return  # clean close between requests
+            size = check_frame_size(prefix, self._max_request_bytes)
+            try:
+                async with asyncio.timeout(idle):
+                    frame = await reader.readexactly(size)
+            except asyncio.IncompleteReadError as e:
+                raise InvalidRequestError(f"Truncated request: {len(e.partial)} of {size} bytes") from None
+            except TimeoutError:
+                raise InvalidRequestError(
+                    f"Request body of {size} bytes not received within the idle time"
+                ) from None
+            self._busy.add(task)
+            try:
+                chunks = await self._apis.handle(memoryview(frame), client, connection_id)
+                if chunks is not None:
+                    await self._send(writer, chunks)
+            finally:
+                self._busy.discard(task)
+
+    async def _send(self, writer: asyncio.StreamWriter, chunks: list[Chunk]) -> None:
+        regions: list[FileRegion] = []
+        try:
+            writer.write(size_prefix(chunks_size(chunks)))
+            loop = asyncio.get_running_loop()
+            for chunk in chunks:
+                if isinstance(chunk, bytes):
+                    writer.write(chunk)
+                elif isinstance(chunk, FileRegion):
+                    regions.append(chunk)
+                    # Waits for the transport's buffer to empty first, so the bytes before go out first.
+                    file = cast(IO[bytes], chunk)  # it has what sendfile uses of a file
+                    sent = await loop.sendfile(writer.transport, file, chunk.position, chunk.size)
+                    if sent != chunk.size:  # the size prefix promised more: the stream is unusable
+                        raise ConnectionError(f"Sent {sent} of {chunk.size} bytes of {chunk!r}")
+                else:
+                    raise TypeError(f"Cannot send a chunk of type {type(chunk).__name__}")
+            await writer.drain()
+        finally:
+            for region in regions:
+                region.close()
+            for chunk in chunks:
+                if isinstance(chunk, FileRegion) and chunk not in regions:
+                    chunk.close()

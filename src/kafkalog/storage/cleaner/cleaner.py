@@ -1,0 +1,430 @@
+"""``Cleaner``: compacts one log (Kafka's ``Cleaner`` in ``LogCleaner.scala``).
+
+One cleaning round of a log:
+
+1. **Offset map.** The dirty range [first dirty offset, first uncleanable offset) is read and the
+   latest offset of every key put into the :class:`OffsetMap` — records of aborted transactions
+   left out. When the map reaches its load factor the round stops there: the map's latest offset
+   is the last batch fully mapped, and the next round starts after it.
+2. **Groups.** Every segment from the start of the log up to that offset is grouped into runs that
+   fit one segment (``segment.bytes``, ``segment.index.bytes`` for both indexes, and offsets within
+   the 32-bit relative range).
+3. **Clean.** Each group is copied into one new segment ``<first base>.log.cleaned`` keeping, per
+   batch, the records that are the latest of their key (or past the mapped range), tombstones
+   until their delete horizon, and what transactions and producer state need (see
+   :meth:`Cleaner._check_batch_retention`). Records keep their offsets, timestamps and headers; a
+   batch whose records all stay is copied byte for byte. The new segment is flushed and swapped in
+   with :meth:`Log.replace_segments` (``.cleaned`` -> ``.swap`` -> old ones ``.deleted`` -> swap
+   suffix dropped), which a crash at any point leaves recoverable by the loader.
+
+The active segment is never cleaned. What is removed is counted in :class:`CleanerStats` and logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from kafkalog.clock import SYSTEM_TIME, Time
+from kafkalog.errors import KafkaLogError, KafkaStorageError
+from kafkalog.records.batch import RecordBatch
+from kafkalog.records.default_batch import build_batch, compute_attributes
+from kafkalog.records.memory import MemoryRecordsBuilder
+from kafkalog.records.types import (
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    CompressionType,
+    TimestampType,
+)
+from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
+from kafkalog.storage.cleaner.log_to_clean import LogToClean
+from kafkalog.storage.cleaner.offset_map import OffsetMap, RetainedRecord
+from kafkalog.storage.cleaner.transaction_metadata import CleanedTransactionMetadata
+from kafkalog.storage.file_records import FileRecords
+from kafkalog.storage.loader import open_segment
+from kafkalog.storage.log_file_utils import CLEANED_FILE_SUFFIX
+from kafkalog.storage.log_segment import LogSegment
+
+if TYPE_CHECKING:
+    from kafkalog.storage.log import LastRecord, Log
+
+__all__ = ["Cleaner", "LogCleaningAbortedError", "group_segments_by_size"]
+
+log = logging.getLogger(__name__)
+
+INT32_MAX = 2**31 - 1
+DEFAULT_IO_BUFFER_SIZE = 512 * 1024
+DEFAULT_LOAD_FACTOR = 0.9
+
+
+class LogCleaningAbortedError(KafkaLogError):
+    """Cleaning of a log was aborted (Kafka's ``LogCleaningAbortedException``); nothing was swapped in."""
+
+
+class BatchRetention(Enum):
+    DELETE = "delete"            # the batch goes, records and all
+    DELETE_EMPTY = "delete_empty"  # the batch goes if none of its records stay
+    RETAIN_EMPTY = "retain_empty"  # the batch stays, as an empty batch if none of its records do
+
+
+@dataclass(slots=True)
+class _Chunk:
+    """Cleaned batches for one append to the new segment, with what the append needs."""
+
+    parts: list[bytes | memoryview]
+    max_offset: int = -1
+    max_timestamp: int = NO_TIMESTAMP
+    shallow_offset_of_max_timestamp: int = -1
+
+    def add(self, data: bytes | memoryview, max_offset: int, max_timestamp: int, shallow_offset: int) -> None:
+        self.parts.append(data)
+        if max_offset > self.max_offset:
+            self.max_offset = max_offset
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.shallow_offset_of_max_timestamp = shallow_offset
+
+
+def _no_abort(topic_partition: str) -> None:
+    return None
+
+
+def group_segments_by_size(segments: list[LogSegment], max_size: int, max_index_size: int,
+                           first_uncleanable_offset: int) -> list[list[LogSegment]]:
+    """Runs of consecutive segments that fit one cleaned segment: total log bytes within
+    ``segment.bytes``, each index's used bytes within ``segment.index.bytes``, and every offset of
+    the run within 2^31-1 of its first base offset (Kafka's ``groupSegmentsBySize``)."""
+    groups: list[list[LogSegment]] = []
+    i = 0
+    while i < len(segments):
+        first = segments[i]
+        group = [first]
+        log_size = first.size_in_bytes
+        index_size = first.offset_index.size_in_bytes
+        time_index_size = first.time_index.size_in_bytes
+        i += 1
+        while i < len(segments):
+            candidate = segments[i]
+            # The worst-case last offset of the candidate: the next base offset - 1, or for the last
+            # segment of the list, the first uncleanable offset - 1.
+            last_offset = (segments[i + 1].base_offset - 1 if i + 1 < len(segments)
+                           else first_uncleanable_offset - 1)
+            if not (log_size + candidate.size_in_bytes <= max_size
+                    and index_size + candidate.offset_index.size_in_bytes <= max_index_size
+                    and time_index_size + candidate.time_index.size_in_bytes <= max_index_size
+                    and (candidate.size_in_bytes == 0 or last_offset - first.base_offset <= INT32_MAX)):
+                break
+            group.append(candidate)
+            log_size += candidate.size_in_bytes
+            index_size += candidate.offset_index.size_in_bytes
+            time_index_size += candidate.time_index.size_in_bytes
+            i += 1
+        groups.append(group)
+    return groups
+
+
+class Cleaner:
+    """Cleans one log at a time with one offset map (one per cleaner thread)."""
+
+    def __init__(self, offset_map: OffsetMap, *, io_buffer_size: int = DEFAULT_IO_BUFFER_SIZE,
+                 dup_buffer_load_factor: float = DEFAULT_LOAD_FACTOR, time: Time = SYSTEM_TIME,
+                 check_done: Callable[[str], None] = _no_abort, cleaner_id: int = 0) -> None:
+        self.offset_map = offset_map
+        # Kafka splits its I/O buffer into a read and a write half; a read covers whole batches of
+        # up to this many bytes (one larger batch is read whole, as Kafka grows its buffer for it),
+        # and what stays of them is one append to the cleaned segment.
+        self._read_size = max(1, io_buffer_size // 2)
+        self._load_factor = dup_buffer_load_factor
+        self._time = time
+        self._check_done = check_done
+        self.cleaner_id = cleaner_id
+
+    # --- one round -------------------------------------------------------------------------------
+
+    def clean(self, cleanable: LogToClean) -> tuple[int, CleanerStats]:
+        """Clean once; returns the next dirty offset (the new checkpoint) and the stats."""
+        return self.do_clean(cleanable, self._time.milliseconds())
+
+    def do_clean(self, cleanable: LogToClean, current_time: int) -> tuple[int, CleanerStats]:
+        target = cleanable.log
+        name = target.dir.name
+        log.info("Beginning cleaning of log %s", name)
+        # Only legacy (v0/v1) records use this: their tombstones go once the last clean segment is
+        # older than delete.retention.ms (v2 batches carry their own delete horizon).
+        first_dirty = cleanable.first_dirty_offset
+        clean_part = target.segments.values(0, first_dirty) if first_dirty > 0 else []
+        legacy_delete_horizon_ms = (clean_part[-1].last_modified - target.config.delete_retention_ms
+                                    if clean_part else 0)
+        stats = CleanerStats(self._time)
+        upper_bound = cleanable.first_uncleanable_offset
+        self.build_offset_map(target, cleanable.first_dirty_offset, upper_bound, self.offset_map, stats)
+        end_offset = self.offset_map.latest_offset + 1
+        if end_offset <= first_dirty < upper_bound:
+            # The map filled within the first dirty batch: no round could ever get past it.
+            raise KafkaStorageError(
+                f"Cannot clean {name}: the offset map ({self.offset_map.slots} slots at load factor "
+                f"{self._load_factor}) cannot hold the keys of the batch at offset {first_dirty}; "
+                "raise log.cleaner.dedupe.buffer.size")
+        stats.index_done()
+        transaction_metadata = CleanedTransactionMetadata()
+        segments = target.segments.values(0, end_offset) if end_offset > 0 else []
+        groups = group_segments_by_size(segments, target.config.segment_bytes,
+                                        target.config.segment_index_bytes, upper_bound)
+        stats.segments_before = len(segments)
+        stats.segments_after = len(groups)
+        for group in groups:
+            self.clean_segments(target, group, self.offset_map, current_time, stats, transaction_metadata,
+                                legacy_delete_horizon_ms, upper_bound)
+        stats.buffer_utilization = self.offset_map.utilization
+        stats.all_done()
+        log.info("Cleaned log %s up to offset %d in %.1f s: %d segment(s) into %d; %s", name, end_offset,
+                 stats.elapsed_secs, stats.segments_before, stats.segments_after, stats.describe())
+        return end_offset, stats
+
+    # --- the offset map ----------------------------------------------------------------------------
+
+    def build_offset_map(self, target: Log, start: int, end: int, offset_map: OffsetMap,
+                         stats: CleanerStats) -> None:
+        """Map the latest offset of each key in [start, end), as far as the map's load factor allows."""
+        offset_map.clear()
+        dirty = target.segments.values(start, end) if start < end else []
+        transaction_metadata = CleanedTransactionMetadata()
+        transaction_metadata.add_aborted_transactions(target.collect_aborted_transactions(start, end))
+        max_entries = int(offset_map.slots * self._load_factor)
+        for segment in dirty:
+            self._check_done(target.dir.name)
+            if self._map_segment(target, segment, offset_map, start, max_entries, transaction_metadata,
+                                 stats):
+                log.debug("Offset map of %s is full: segment %d partially mapped", target.dir.name,
+                          segment.base_offset)
+                return
+
+    def _map_segment(self, target: Log, segment: LogSegment, offset_map: OffsetMap, start: int,
+                     max_entries: int, transaction_metadata: CleanedTransactionMetadata,
+                     stats: CleanerStats) -> bool:
+        """Map one segment from ``start``; True when the map filled."""
+        position = segment.offset_index.lookup(start).position
+        for batch in self._read_batches(segment.log, position):
+            if batch.is_control:
+                transaction_metadata.on_control_batch_read(batch)
+                stats.map_messages_read += 1
+            elif transaction_metadata.on_batch_read(batch):
+                stats.map_messages_read += batch.record_count  # aborted: not mapped
+            else:
+                consumed = offset_map.put_batch(batch, start, max_entries)
+                stats.map_messages_read += consumed
+                if consumed < batch.record_count:
+                    return True
+            if batch.last_offset >= start:
+                offset_map.update_latest_offset(batch.last_offset)
+            stats.map_bytes_read += batch.size_in_bytes
+        return False
+
+    @staticmethod
+    def _read_batches(source: FileRecords, position: int) -> Iterator[RecordBatch]:
+        """Whole batches of a (non-active, hence immutable) segment from ``position``, checked."""
+        for batch in source.batches(position, load_full=True):
+            batch.ensure_valid()
+            yield batch
+
+    # --- cleaning ----------------------------------------------------------------------------------
+
+    def clean_segments(self, target: Log, group: list[LogSegment], offset_map: OffsetMap, current_time: int,
+                       stats: CleanerStats, transaction_metadata: CleanedTransactionMetadata,
+                       legacy_delete_horizon_ms: int, upper_bound_offset: int) -> None:
+        """Clean ``group`` into one new segment and swap it in."""
+        base = group[0].base_offset
+        LogSegment.delete_files_if_exist(target.dir, base, CLEANED_FILE_SUFFIX)
+        cleaned = open_segment(target.dir, base, target.config, self._time, file_already_exists=False,
+                               file_suffix=CLEANED_FILE_SUFFIX)
+        transaction_metadata.cleaned_index = cleaned.txn_index
+        try:
+            last_records = target.last_records_of_active_producers()
+            for i, segment in enumerate(group):
+                following = group[i + 1] if i + 1 < len(group) else None
+                upper = following.base_offset if following is not None else segment.read_next_offset()
+                transaction_metadata.add_aborted_transactions(
+                    target.collect_aborted_transactions(segment.base_offset, upper))
+                retain_legacy_deletes = segment.last_modified > legacy_delete_horizon_ms
+                log.debug("Cleaning %r of %s into %d", segment, target.dir.name, base)
+                self.clean_into(target, segment.log, cleaned, offset_map, retain_legacy_deletes,
+                                target.config.delete_retention_ms, transaction_metadata, last_records,
+                                upper_bound_offset, stats, current_time)
+            cleaned.on_become_inactive_segment()
+            cleaned.flush()
+            cleaned.set_last_modified(group[-1].last_modified)
+            self._check_done(target.dir.name)
+            log.info("Swapping in cleaned segment %d for %d segment(s) of %s", base, len(group),
+                     target.dir.name)
+            target.replace_segments([cleaned], group)
+        except BaseException:
+            cleaned.close()
+            cleaned.delete_if_exists()
+            raise
+
+    def clean_into(self, target: Log, source: FileRecords, dest: LogSegment, offset_map: OffsetMap,
+                   retain_legacy_deletes: bool, delete_retention_ms: int,
+                   transaction_metadata: CleanedTransactionMetadata, last_records: dict[int, LastRecord],
+                   upper_bound_offset: int, stats: CleanerStats, current_time: int) -> None:
+        """Copy what stays of ``source`` into ``dest``, one append per read of whole batches."""
+        name = target.dir.name
+        chunk = _Chunk([])
+        chunk_bytes = 0
+        for batch in self._read_batches(source, 0):
+            if chunk_bytes and chunk_bytes + batch.size_in_bytes > self._read_size:
+                self._check_done(name)
+                self._flush_chunk(dest, chunk)
+                chunk = _Chunk([])
+                chunk_bytes = 0
+            chunk_bytes += batch.size_in_bytes
+            stats.bytes_read += batch.size_in_bytes
+            self._filter_batch(batch, chunk, offset_map, retain_legacy_deletes, delete_retention_ms,
+                               transaction_metadata, last_records, stats, current_time)
+        self._flush_chunk(dest, chunk)
+
+    @staticmethod
+    def _flush_chunk(dest: LogSegment, chunk: _Chunk) -> None:
+        if chunk.parts:
+            data = b"".join(chunk.parts)
+            dest.append(chunk.max_offset, chunk.max_timestamp, chunk.shallow_offset_of_max_timestamp, data)
+
+    def _check_batch_retention(self, batch: RecordBatch, transaction_metadata: CleanedTransactionMetadata,
+                               last_records: dict[int, LastRecord], current_time: int
+                               ) -> tuple[BatchRetention, bool, bool]:
+        """(what happens to the batch, whether its records are all discarded, whether it is a marker
+        that may go once its delete horizon passes). Kafka's rules:
+
+        * A data batch of an aborted transaction is discarded; a marker is discarded once no batch
+          of its transaction remains *and* the delete horizon it was given has passed.
+        * The last batch of each active producer stays — emptied if its records go — so the producer
+          state (sequence numbers, epoch) survives a reload of the cleaned log.
+        """
+        if batch.is_control:
+            can_discard = transaction_metadata.on_control_batch_read(batch)
+            discard_records = (can_discard and batch.has_delete_horizon
+                               and batch.delete_horizon_ms <= current_time)
+        else:
+            can_discard = transaction_metadata.on_batch_read(batch)
+            discard_records = can_discard
+        last_of_producer = False
+        if batch.has_producer_id:
+            last = last_records.get(batch.producer_id)
+            if last is not None:
+                if last.last_data_offset is not None:
+                    last_of_producer = batch.last_offset == last.last_data_offset
+                else:
+                    last_of_producer = batch.is_control and batch.producer_epoch == last.producer_epoch
+        if last_of_producer:
+            retention = BatchRetention.RETAIN_EMPTY
+        elif discard_records:
+            retention = BatchRetention.DELETE
+        else:
+            retention = BatchRetention.DELETE_EMPTY
+        return retention, discard_records, can_discard and batch.is_control
+
+    def _filter_batch(self, batch: RecordBatch, chunk: _Chunk, offset_map: OffsetMap,
+                      retain_legacy_deletes: bool, delete_retention_ms: int,
+                      transaction_metadata: CleanedTransactionMetadata,
+                      last_records: dict[int, LastRecord], stats: CleanerStats, current_time: int) -> None:
+        retention, discard_records, marker_for_empty_txn = self._check_batch_retention(
+            batch, transaction_metadata, last_records, current_time)
+        if retention is BatchRetention.DELETE:
+            self._count_discarded(batch, stats)
+            return
+        n = batch.record_count
+        stats.messages_read += n
+        kept: list[RetainedRecord] | None  # None: every record stays
+        contains_tombstones = False
+        if discard_records:
+            kept = []
+            self._count_discarded(batch, stats)
+        elif batch.is_control:
+            kept = None if n else []  # a control batch's records all stay (an empty one has none)
+        else:
+            if batch.magic < MAGIC_V2:
+                retain_deletes = retain_legacy_deletes
+            else:
+                retain_deletes = not batch.has_delete_horizon or current_time < batch.delete_horizon_ms
+            decided = offset_map.retain_batch(batch, retain_deletes)
+            stats.superseded_removed += decided.superseded
+            stats.tombstones_removed += decided.tombstones
+            stats.invalid_removed += decided.keyless
+            kept = decided.kept
+            contains_tombstones = decided.kept_tombstone
+        if kept is None or kept:
+            need_delete_horizon = (batch.magic >= MAGIC_V2 and (contains_tombstones or marker_for_empty_txn)
+                                   and not batch.has_delete_horizon)
+            if kept is None and not need_delete_horizon:
+                data: bytes | memoryview = batch.buffer
+                chunk.add(data, batch.last_offset, batch.max_timestamp, batch.last_offset)
+                stats.messages_written += n
+                stats.bytes_written += batch.size_in_bytes
+                return
+            if kept is None:
+                c = batch.decode_columns()
+                kept = list(zip(c.offsets, c.timestamps, c.keys, c.values, c.headers, strict=True))
+            if need_delete_horizon:
+                delete_horizon = current_time + delete_retention_ms
+            else:
+                delete_horizon = batch.delete_horizon_ms
+            rebuilt, max_timestamp, shallow = self._rebuild(batch, kept, delete_horizon)
+            chunk.add(rebuilt, kept[-1][0], max_timestamp, shallow)
+            stats.messages_written += len(kept)
+            stats.bytes_written += len(rebuilt)
+        elif retention is BatchRetention.RETAIN_EMPTY:
+            empty = self._empty_batch(batch)
+            chunk.add(empty, batch.last_offset, batch.max_timestamp, batch.last_offset)
+            stats.empty_batches_kept += 1
+            stats.bytes_written += len(empty)
+
+    @staticmethod
+    def _count_discarded(batch: RecordBatch, stats: CleanerStats) -> None:
+        count = batch.record_count
+        if batch.is_control:
+            stats.markers_removed += count
+        else:
+            stats.aborted_removed += count
+
+    @staticmethod
+    def _rebuild(batch: RecordBatch, kept: list[RetainedRecord], delete_horizon_ms: int
+                 ) -> tuple[bytes, int, int]:
+        """The kept records as a new batch of the same kind: the same base offset, last offset (so the
+        producer's last sequence stays), producer fields, epoch, codec and timestamp type (Kafka's
+        ``buildRetainedRecordsInto``). Returns (bytes, max timestamp, shallow offset of it)."""
+        magic = batch.magic
+        ts_type = batch.timestamp_type
+        log_append_time = batch.max_timestamp if ts_type is TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        if magic >= MAGIC_V2:
+            builder = MemoryRecordsBuilder(
+                magic, batch.compression_type, ts_type, batch.base_offset, log_append_time,
+                batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.is_transactional,
+                batch.is_control, batch.partition_leader_epoch, delete_horizon_ms=delete_horizon_ms)
+        else:
+            builder = MemoryRecordsBuilder(magic, batch.compression_type, ts_type, kept[0][0],
+                                           log_append_time)
+        append = builder.append_retained
+        for offset, timestamp, key, value, headers in kept:
+            append(offset, timestamp, key, value, headers)
+        if magic >= MAGIC_V2:
+            builder.override_last_offset(batch.last_offset)
+        info = builder.info()
+        return builder.build().to_bytes(), info.max_timestamp, info.shallow_offset_of_max_timestamp
+
+    @staticmethod
+    def _empty_batch(batch: RecordBatch) -> bytes:
+        """A v2 header without records, keeping the batch's producer fields and offset range (Kafka's
+        ``writeEmptyHeader``: no codec, no base timestamp, the original max timestamp)."""
+        return build_batch(
+            b"", base_offset=batch.base_offset, last_offset_delta=batch.last_offset - batch.base_offset,
+            attributes=compute_attributes(CompressionType.NONE, batch.timestamp_type, batch.is_transactional,
+                                          batch.is_control),
+            base_timestamp=NO_TIMESTAMP, max_timestamp=batch.max_timestamp, producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
+            partition_leader_epoch=batch.partition_leader_epoch, count=0)
+
+
+assert RECORD_BATCH_OVERHEAD == 61  # the size of an empty batch written by _empty_batch

@@ -1,0 +1,1 @@
+"""Test helpers for projects that use kafkalog (the ``kafkalog_broker`` pytest fixture)."""

@@ -1,0 +1,39 @@
+"""Retention runs in the background every log.retention.check.interval.ms; consumers see the new
+log start offset (ListOffsets earliest, OFFSET_OUT_OF_RANGE below it, log_start_offset in Fetch)."""
+
+from __future__ import annotations
+
+import time
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker import Broker
+from tests.broker import _raw
+from tests.broker.test_fetch import _fetch
+from tests.broker.test_list_offsets_and_metadata import _list_offsets
+from tests.broker.test_produce_errors import _batch, _create, _produce
+
+
+def test_background_retention(tmp_path):
+    configs = {
+        "log.retention.check.interval.ms": 100,
+        "log.retention.ms": 60_000,
+        "log.segment.bytes": 300,
+        "log.segment.delete.delay.ms": 0,
+    }
+    with Broker(tmp_path, configs=configs) as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "old")
+        for _ in range(4):  # timestamps from 2023: beyond a minute of retention; one segment each
+            assert _produce(sock, "old", _batch(2, size=100, timestamp=1_700_000_000_000)).error_code == 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            (earliest,) = _list_offsets(sock, "old", [-2])
+            if earliest.offset == 8:
+                break
+            time.sleep(0.05)
+        # every segment is past retention: Kafka rolls the active one and deletes them all
+        assert earliest.offset == 8
+        _, p = _fetch(sock, "old", 0)
+        assert p.error_code == ErrorCode.offset_out_of_range
+        _, p = _fetch(sock, "old", 8)
+        assert (p.error_code, p.log_start_offset, p.high_watermark) == (ErrorCode.none, 8, 8)

@@ -1,0 +1,260 @@
+"""Fetch: long-poll woken by appends, bounded by max_wait_ms; limits; errors; topic ids (v13+);
+read_committed with aborted transactions from the .txnindex."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker import Broker
+from kafkalog.records.memory import MemoryRecords, MemoryRecordsBuilder
+from kafkalog.records.types import CompressionType, TimestampType
+from tests.broker import _raw
+from tests.broker.test_produce_errors import _batch, _create, _produce
+
+
+def _fetch(
+    sock,
+    topic,
+    offset,
+    *,
+    version=12,
+    max_wait_ms=0,
+    min_bytes=1,
+    max_bytes=2**31 - 1,
+    partition_max_bytes=1 << 20,
+    isolation_level=0,
+    topic_id=None,
+    correlation_id=1,
+):
+    cls, mod = _raw.request_class(1, version)
+    partition = mod.FetchPartition(
+        partition=0,
+        fetch_offset=offset,
+        partition_max_bytes=partition_max_bytes,
+        **(
+            {"current_leader_epoch": -1, "log_start_offset": -1, "last_fetched_epoch": -1}
+            if version >= 12
+            else {}
+        ),
+    )
+    fetch_topic = (
+        mod.FetchTopic(topic_id=topic_id, partitions=(partition,))
+        if version >= 13
+        else mod.FetchTopic(topic=topic, partitions=(partition,))
+    )
+    values = dict(
+        max_wait=timedelta(milliseconds=max_wait_ms),
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=isolation_level,
+        session_id=0,
+        session_epoch=-1,
+        topics=(fetch_topic,),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    if version < 15:
+        values["replica_id"] = -1
+    fields = {f for f in cls.__dataclass_fields__}
+    request = cls(**{k: v for k, v in values.items() if k in fields})
+    response = _raw.request(sock, request, correlation_id)
+    return response, response.responses[0].partitions[0]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with Broker(tmp_path_factory.mktemp("fetch")) as b:
+        yield b
+
+
+def test_long_poll_woken_by_append(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock, _raw.connect(broker.bootstrap_servers) as producer:
+        _create(sock, "lp")
+        result = {}
+
+        def fetch():
+            result["response"] = _fetch(sock, "lp", 0, max_wait_ms=5000)
+            result["at"] = time.monotonic()
+
+        thread = threading.Thread(target=fetch)
+        thread.start()
+        time.sleep(0.2)
+        produced_at = time.monotonic()
+        assert _produce(producer, "lp", _batch(2)).error_code == ErrorCode.none
+        thread.join(10)
+        assert not thread.is_alive()
+        latency = result["at"] - produced_at
+        assert latency < 0.1, latency
+        _, partition = result["response"]
+        assert partition.high_watermark == 2
+        assert len(list(MemoryRecords(partition.records).records())) == 2
+
+
+@pytest.mark.parametrize("max_wait_ms", [0, 300, 700])
+def test_empty_fetch_returns_after_max_wait(broker, max_wait_ms):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "idle")
+        start = time.monotonic()
+        _, partition = _fetch(sock, "idle", 0, max_wait_ms=max_wait_ms)
+        elapsed = time.monotonic() - start
+        assert partition.error_code == ErrorCode.none and partition.records in (b"", None)
+        assert max_wait_ms / 1000 <= elapsed + 0.005  # never earlier
+        assert elapsed < max_wait_ms / 1000 + 0.15  # and not much later
+
+
+def test_min_bytes_waits_until_enough(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock, _raw.connect(broker.bootstrap_servers) as producer:
+        _create(sock, "minb")
+        one = _batch(1)
+        result = {}
+        thread = threading.Thread(
+            target=lambda: result.update(
+                r=_fetch(sock, "minb", 0, max_wait_ms=3000, min_bytes=len(one) * 2 + 1)
+            )
+        )
+        thread.start()
+        time.sleep(0.1)
+        _produce(producer, "minb", one)
+        time.sleep(0.2)
+        assert thread.is_alive()  # one batch is not enough
+        _produce(producer, "minb", _batch(2))
+        thread.join(5)
+        assert not thread.is_alive()
+        assert len(list(MemoryRecords(result["r"][1].records).batches())) == 2
+
+
+def test_first_batch_returned_even_if_larger_than_limits_and_byte_limits(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "big")
+        for _ in range(3):
+            _produce(sock, "big", _batch(5, size=400))
+        _, p = _fetch(sock, "big", 0, partition_max_bytes=10)
+        assert [b.base_offset for b in MemoryRecords(p.records).batches()] == [0]
+        _, p = _fetch(sock, "big", 0, max_bytes=10)
+        assert [b.base_offset for b in MemoryRecords(p.records).batches()] == [0]
+        _, p = _fetch(sock, "big", 5)  # from the middle: whole batches from the one holding the offset
+        assert [b.base_offset for b in MemoryRecords(p.records).batches()] == [5, 10]
+        _, p = _fetch(sock, "big", 7)
+        assert [b.base_offset for b in MemoryRecords(p.records).batches()] == [5, 10]
+        assert (p.high_watermark, p.last_stable_offset, p.log_start_offset) == (15, 15, 0)
+
+
+def test_large_fetch_goes_through_sendfile(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "large")
+        for _ in range(20):
+            _produce(sock, "large", _batch(50, size=200))
+        _, p = _fetch(sock, "large", 0, version=11)
+        batches = list(MemoryRecords(p.records).batches())
+        assert len(batches) == 20 and len(p.records) > 200_000
+        log = broker.server.log_manager.get_log("large", 0)
+        assert bytes(p.records) == log.read(0, 1 << 30).records.read_bytes()
+
+
+def test_offset_out_of_range_and_unknown_topic(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "oor")
+        _produce(sock, "oor", _batch(1))
+        _, p = _fetch(sock, "oor", 5, max_wait_ms=2000)
+        assert p.error_code == ErrorCode.offset_out_of_range
+        _, p = _fetch(sock, "nope", 0, max_wait_ms=2000)
+        assert p.error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_fetch_by_topic_id_and_unknown_topic_id(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "byid")
+        _produce(sock, "byid", _batch(3))
+        topic_id = broker.server.apis.metadata_cache.topic_id("byid")
+        for version in (13, 16, 18):
+            response, p = _fetch(sock, None, 0, version=version, topic_id=topic_id)
+            assert response.responses[0].topic_id == topic_id
+            assert p.error_code == ErrorCode.none and p.high_watermark == 3
+        _, p = _fetch(sock, None, 0, version=13, topic_id=uuid.uuid4(), max_wait_ms=2000)
+        assert p.error_code == ErrorCode.unknown_topic_id
+
+
+def test_read_committed_lists_aborted_transactions(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "txn")
+    log = broker.server.log_manager.get_log("txn", 0)
+
+    def txn_batch(pid, seq, n):
+        b = MemoryRecordsBuilder(
+            2,
+            CompressionType.NONE,
+            TimestampType.CREATE_TIME,
+            0,
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=seq,
+            is_transactional=True,
+        )
+        for i in range(n):
+            b.append(1000 + i, None, b"t%d" % i)
+        return b.build()
+
+    async def write():  # on the broker's loop, which owns appends
+        from kafkalog.records.control import ControlRecordType, EndTransactionMarker
+        from kafkalog.records.validator import AppendOrigin
+
+        log.append_as_leader(txn_batch(77, 0, 2))
+        log.append_as_leader(txn_batch(88, 0, 1))
+        log.append_as_leader(
+            MemoryRecords.with_end_transaction_marker(
+                0, 1000, 0, 77, 0, EndTransactionMarker(ControlRecordType.ABORT, 0)
+            ),
+            origin=AppendOrigin.COORDINATOR,
+        )
+        log.append_as_leader(
+            MemoryRecords.with_end_transaction_marker(
+                0, 1000, 0, 88, 0, EndTransactionMarker(ControlRecordType.COMMIT, 0)
+            ),
+            origin=AppendOrigin.COORDINATOR,
+        )
+
+    broker.run_coroutine(write())
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _, committed = _fetch(sock, "txn", 0, isolation_level=1)
+        assert [(a.producer_id, a.first_offset) for a in committed.aborted_transactions] == [(77, 0)]
+        assert committed.last_stable_offset == 5
+        _, uncommitted = _fetch(sock, "txn", 0, isolation_level=0)
+        assert uncommitted.aborted_transactions is None
+
+
+def test_many_partitions_stay_within_the_region_limit(tmp_path):
+    from kafkalog.broker import replica_manager
+
+    with Broker(tmp_path, configs={"num.partitions": replica_manager.MAX_REGIONS_PER_FETCH + 6}) as b:
+        count = replica_manager.MAX_REGIONS_PER_FETCH + 6
+        with _raw.connect(b.bootstrap_servers) as sock:
+            _create(sock, "wide")
+        big = _batch(20, size=2000)  # > SENDFILE_MIN_BYTES: a region each, up to the limit
+
+        async def fill():
+            for p in range(count):
+                b.server.log_manager.get_log("wide", p).append_as_leader(MemoryRecords(big))
+
+        b.run_coroutine(fill())
+        rm = b.server.apis.replica_manager
+        from kafkalog.broker.file_region import FileRegion
+        from kafkalog.broker.replica_manager import FetchParams, FetchPartitionInfo, TopicPartition
+        from kafkalog.storage.log import FetchIsolation
+
+        infos = [(TopicPartition("wide", p), FetchPartitionInfo(0, 1 << 20)) for p in range(count)]
+        results, total, errors = rm.read_from_local_log(
+            FetchParams(0, 1, 1 << 30, FetchIsolation.HIGH_WATERMARK), infos
+        )
+        kinds = [isinstance(d.records, FileRegion) for _, d in results]
+        assert not errors and total == count * len(big)
+        assert kinds.count(True) == replica_manager.MAX_REGIONS_PER_FETCH
+        stored = b.server.log_manager.get_log("wide", 0).read(0, 1 << 20).records.read_bytes()
+        assert all(d.records == stored for _, d in results if not isinstance(d.records, FileRegion))
+        for _, d in results:
+            d.release()

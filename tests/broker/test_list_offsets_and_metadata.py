@@ -1,0 +1,118 @@
+"""ListOffsets answers what the storage engine says; Metadata auto-creates with num.partitions and
+returns topic ids that stay the same across restarts; meta.properties is KRaft-style."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import kafka
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker import Broker
+from kafkalog.storage.metadata_files import read_meta_properties
+from tests.broker import _raw
+from tests.broker.test_produce_errors import _batch, _create, _produce
+
+
+def _list_offsets(sock, topic, timestamps, version=7, isolation_level=0):
+    cls, mod = _raw.request_class(2, version)
+    extra = {"current_leader_epoch": -1} if version >= 4 else {}
+    partitions = tuple(mod.ListOffsetsPartition(partition_index=0, timestamp=t, **extra) for t in timestamps)
+    values = dict(
+        replica_id=-1,
+        isolation_level=isolation_level,
+        topics=(mod.ListOffsetsTopic(name=topic, partitions=partitions),),
+        timeout=timedelta(seconds=5),
+    )
+    fields = set(cls.__dataclass_fields__)
+    response = _raw.request(sock, cls(**{k: v for k, v in values.items() if k in fields}))
+    return response.topics[0].partitions
+
+
+def test_list_offsets_matches_storage(tmp_path):
+    with Broker(tmp_path) as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "ts")
+        base = 1_700_000_000_000
+        for i in range(6):  # timestamps base, base+1000, ...; one batch of 3 records each
+            _produce(sock, "ts", _batch(3, timestamp=base + i * 1000))
+        log = broker.server.log_manager.get_log("ts", 0)
+        targets = [base - 5, base, base + 1, base + 2500, base + 5002, base + 9999, -1, -2, -3]
+        for version in (1, 4, 7, 11):
+            answers = _list_offsets(sock, "ts", targets, version=version)
+            for target, answer in zip(targets, answers, strict=True):
+                assert answer.error_code == ErrorCode.none
+                if target == -1:
+                    assert answer.offset == log.log_end_offset == 18
+                    continue
+                found = log.offset_for_timestamp(target)
+                expected = (-1, -1) if found is None else (found.timestamp, found.offset)
+                assert (answer.timestamp, answer.offset) == expected, (version, target)
+        # a real client's offsets_for_times agrees
+        consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap_servers)
+        tp = kafka.TopicPartition("ts", 0)
+        got = consumer.offsets_for_times({tp: base + 2500})[tp]
+        assert (got.offset, got.timestamp) == (9, base + 3000)
+        assert consumer.end_offsets([tp])[tp] == 18 and consumer.beginning_offsets([tp])[tp] == 0
+        consumer.close()
+        unknown = _list_offsets(sock, "nope", [-1])
+        assert unknown[0].error_code == ErrorCode.unknown_topic_or_partition
+
+
+def _metadata(sock, topics, version=12, allow=True):
+    cls, mod = _raw.request_class(3, version)
+    requested = (
+        None
+        if topics is None
+        else tuple(
+            mod.MetadataRequestTopic(**({"topic_id": None} if version >= 10 else {}), name=t) for t in topics
+        )
+    )
+    values = dict(
+        topics=requested,
+        allow_auto_topic_creation=allow,
+        include_topic_authorized_operations=False,
+        include_cluster_authorized_operations=False,
+    )
+    fields = set(cls.__dataclass_fields__)
+    return _raw.request(sock, cls(**{k: v for k, v in values.items() if k in fields}))
+
+
+def test_metadata_auto_create_ids_and_restart(tmp_path):
+    first = Broker(tmp_path, configs={"num.partitions": 4, "node.id": 7})
+    with first as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        response = _metadata(sock, ["auto"])
+        (topic,) = response.topics
+        assert topic.error_code == ErrorCode.none
+        assert [p.partition_index for p in topic.partitions] == [0, 1, 2, 3]
+        assert {p.leader_id for p in topic.partitions} == {7}
+        assert response.controller_id == 7 and response.brokers[0].node_id == 7
+        assert response.brokers[0].port == broker.port
+        topic_id, cluster_id = topic.topic_id, response.cluster_id
+        assert topic_id.int != 0
+        refused = _metadata(sock, ["not-created"], allow=False).topics[0]
+        assert refused.error_code == ErrorCode.unknown_topic_or_partition
+        invalid = _metadata(sock, ["bad/name"]).topics[0]
+        assert invalid.error_code == ErrorCode.invalid_topic_exception
+        assert [t.name for t in _metadata(sock, None).topics] == ["auto"]
+        assert [t.name for t in _metadata(sock, [], version=0).topics] == ["auto"]
+    meta = read_meta_properties(tmp_path / "meta.properties")
+    assert (meta.version, meta.node_id, meta.cluster_id) == (1, 7, cluster_id)
+    assert meta.directory_id is not None
+    restarted = Broker(tmp_path, configs={"node.id": 7, "auto.create.topics.enable": "false"})
+    with restarted as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        response = _metadata(sock, ["auto", "other"])
+        assert response.topics[0].topic_id == topic_id and response.cluster_id == cluster_id
+        assert response.topics[1].error_code == ErrorCode.unknown_topic_or_partition
+        older = _metadata(sock, ["auto"], version=9).topics[0]
+        assert len(older.partitions) == 4
+
+
+def test_node_id_mismatch_is_a_startup_error(tmp_path):
+    with Broker(tmp_path, configs={"node.id": 1}):
+        pass
+    try:
+        Broker(tmp_path, configs={"node.id": 2}).start()
+    except Exception as e:
+        assert "node.id" in str(e) or "node id" in str(e)
+    else:
+        raise AssertionError("a broker with another node.id started on the directory")

@@ -1,0 +1,155 @@
+"""Produce over the raw protocol: idempotent duplicates return the original offsets, sequence gaps
+get OUT_OF_ORDER_SEQUENCE_NUMBER, and each failure gets Kafka's per-partition error code."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker import Broker
+from kafkalog.records.memory import MemoryRecordsBuilder
+from kafkalog.records.types import CompressionType, TimestampType
+from tests.broker import _raw
+
+PRODUCE_VERSION = 9
+
+
+def _batch(n, *, producer_id=-1, epoch=-1, sequence=-1, timestamp=1_700_000_000_000, size=10):
+    builder = MemoryRecordsBuilder(
+        2,
+        CompressionType.NONE,
+        TimestampType.CREATE_TIME,
+        0,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+    )
+    for i in range(n):
+        builder.append(timestamp + i, b"k%d" % i, b"v" * size)
+    return builder.build().to_bytes()
+
+
+def _produce(sock, topic, records, *, acks=-1, correlation_id=1, version=PRODUCE_VERSION):
+    cls, mod = _raw.request_class(0, version)
+    request = cls(
+        transactional_id=None,
+        acks=acks,
+        timeout=timedelta(seconds=5),
+        topic_data=(
+            mod.TopicProduceData(
+                name=topic, partition_data=(mod.PartitionProduceData(index=0, records=records),)
+            ),
+        ),
+    )
+    if acks == 0:
+        _raw.send_frame(sock, _raw.header(0, version, correlation_id) + _raw.encode_body(request))
+        return None
+    response = _raw.request(sock, request, correlation_id)
+    return response.responses[0].partition_responses[0]
+
+
+def _create(sock, topic):
+    cls, mod = _raw.request_class(3, 12)
+    response = _raw.request(
+        sock,
+        cls(
+            topics=(mod.MetadataRequestTopic(topic_id=None, name=topic),),
+            allow_auto_topic_creation=True,
+            include_topic_authorized_operations=False,
+        ),
+    )
+    assert response.topics[0].error_code == ErrorCode.none
+
+
+def _init_producer_id(sock):
+    cls, _ = _raw.request_class(22, 4)
+    response = _raw.request(
+        sock,
+        cls(
+            transactional_id=None,
+            transaction_timeout=timedelta(seconds=60),
+            producer_id=-1,
+            producer_epoch=-1,
+        ),
+    )
+    assert response.error_code == ErrorCode.none
+    return response.producer_id, response.producer_epoch
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    configs = {"message.max.bytes": 3000, "log.message.timestamp.before.max.ms": 3_600_000 * 24 * 365 * 30}
+    with Broker(tmp_path_factory.mktemp("errors"), configs=configs) as b:
+        yield b
+
+
+def test_idempotent_duplicate_and_sequence_gap(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "idem")
+        pid, epoch = _init_producer_id(sock)
+        pid2, _ = _init_producer_id(sock)
+        assert pid2 != pid
+        first = _batch(3, producer_id=pid, epoch=epoch, sequence=0)
+        r = _produce(sock, "idem", first)
+        assert (r.error_code, r.base_offset) == (ErrorCode.none, 0)
+        r = _produce(sock, "idem", _batch(2, producer_id=pid, epoch=epoch, sequence=3))
+        assert (r.error_code, r.base_offset) == (ErrorCode.none, 3)
+        # the same first batch again (a retry): no error, the original offsets, nothing written
+        r = _produce(sock, "idem", first)
+        assert (r.error_code, r.base_offset) == (ErrorCode.none, 0)
+        # a gap in the sequence
+        r = _produce(sock, "idem", _batch(1, producer_id=pid, epoch=epoch, sequence=9))
+        assert r.error_code == ErrorCode.out_of_order_sequence_number
+        log = broker.server.log_manager.get_log("idem", 0)
+        assert log.log_end_offset == 5
+        assert [b.base_sequence for b in log.batches(0)] == [0, 3]
+
+
+def test_per_partition_error_codes(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "errs")
+        assert _produce(sock, "no-such-topic", _batch(1)).error_code == ErrorCode.unknown_topic_or_partition
+        assert _produce(sock, "errs", _batch(1, size=5000)).error_code == ErrorCode.message_too_large
+        corrupt = bytearray(_batch(2))
+        corrupt[-1] ^= 0xFF
+        assert _produce(sock, "errs", bytes(corrupt)).error_code == ErrorCode.corrupt_message
+        r = _produce(sock, "errs", _batch(1, timestamp=1000))
+        assert r.error_code == ErrorCode.invalid_timestamp
+        assert _produce(sock, "errs", _batch(1) + _batch(1)).error_code == ErrorCode.invalid_record
+        assert _produce(sock, "errs", _batch(1), acks=2).error_code == ErrorCode.invalid_required_acks
+        ok = _produce(sock, "errs", _batch(2))
+        assert (ok.error_code, ok.base_offset) == (ErrorCode.none, 0)
+
+
+def test_acks_zero_sends_no_response(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "acks0")
+        _produce(sock, "acks0", _batch(4), acks=0, correlation_id=50)
+        r = _produce(sock, "acks0", _batch(1), acks=1, correlation_id=51)  # asserts correlation 51 comes next
+        assert (r.error_code, r.base_offset) == (ErrorCode.none, 4)
+        # a failed acks=0 produce closes the connection (the client would never learn otherwise)
+        _produce(sock, "no-such-topic", _batch(1), acks=0, correlation_id=52)
+        assert _raw.is_closed(sock)
+
+
+def test_produce_v3_and_v13_by_topic_id(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "versions")
+        assert _produce(sock, "versions", _batch(1), version=3).base_offset == 0
+        topic_id = broker.server.apis.metadata_cache.topic_id("versions")
+        cls, mod = _raw.request_class(0, 13)
+        request = cls(
+            transactional_id=None,
+            acks=1,
+            timeout=timedelta(seconds=5),
+            topic_data=(
+                mod.TopicProduceData(
+                    topic_id=topic_id, partition_data=(mod.PartitionProduceData(index=0, records=_batch(2)),)
+                ),
+            ),
+        )
+        response = _raw.request(sock, request)
+        assert response.responses[0].topic_id == topic_id
+        assert response.responses[0].partition_responses[0].base_offset == 1
