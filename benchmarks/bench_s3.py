@@ -26,7 +26,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECORDS = int(os.environ.get("KAFKALOG_BENCH_S3_RECORDS", "400000"))
 PARTITIONS = 2
-BATCH = 5_000
+BATCH = 500  # ~60 KiB batches, a producer-sized batch (batch.size is 16 KiB by default)
 REPEATS = int(os.environ.get("KAFKALOG_BENCH_S3_REPEATS", "3"))
 T0 = 1_700_000_000_000
 TOPIC = "s3bench"
