@@ -31,3 +31,12 @@ def golden_dir() -> Path:
 @pytest.fixture(scope="session")
 def kafka_golden_dir(golden_dir: Path) -> Path:
     return KAFKA_GOLDEN_DIR
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """moto's S3 server on 127.0.0.1 for the whole run (see tests/s3server.py)."""
+    from tests.s3server import MotoServer
+
+    with MotoServer() as server:
+        yield server

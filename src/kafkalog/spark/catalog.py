@@ -10,66 +10,85 @@ itself.
 
 Only the partitions a query touches are opened (a read-only ``LogManager`` would open every
 partition of every topic in the directory, for each task).
+
+The data directory may be any filesystem ``storage.filesystem`` resolves (``s3://bucket/prefix``
+with ``s3.*`` options, ...): this module only passes the path and options on; the storage layer
+reads through the filesystem it gets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafkalog.errors import KafkaLogError, UnknownTopicOrPartitionError
 from kafkalog.spark.options import Subscription, TopicPartition
+from kafkalog.storage.filesystem import FileSystem, resolve_filesystem
 
 if TYPE_CHECKING:
     from kafkalog.storage.log import Log
 
-__all__ = ["TopicCatalog", "open_partition"]
+__all__ = ["TopicCatalog", "data_location", "open_partition"]
 
 
-def _topic_configs(path: str) -> dict[str, dict[str, str]]:
+def data_location(path: str, fs_options: Mapping[str, str] | tuple[tuple[str, str], ...] = ()
+                  ) -> tuple[FileSystem, Path]:
+    """The filesystem (a new one, with its own fetch counters) and root of a data directory URI."""
+    return resolve_filesystem(path, dict(fs_options))
+
+
+def _topic_configs(fs: FileSystem, root: Path) -> dict[str, dict[str, str]]:
     from kafkalog.storage.config import read_topic_configs
 
-    return read_topic_configs(path)
+    return read_topic_configs(root, fs=fs)
 
 
-def _log_start_offsets(path: str) -> dict[TopicPartition, int]:
+def _log_start_offsets(fs: FileSystem, root: Path) -> dict[TopicPartition, int]:
     from kafkalog.storage.checkpoint import LOG_START_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
 
     with suppress(KafkaLogError, OSError):
-        return OffsetCheckpointFile(Path(path) / LOG_START_OFFSET_CHECKPOINT_FILE).read()
+        return OffsetCheckpointFile(root / LOG_START_OFFSET_CHECKPOINT_FILE, fs=fs).read()
     return {}
 
 
 def open_partition(path: str, topic: str, partition: int, *,
                    topic_configs: dict[str, dict[str, str]] | None = None,
-                   log_start_offsets: dict[TopicPartition, int] | None = None) -> Log:
+                   log_start_offsets: dict[TopicPartition, int] | None = None,
+                   fs: FileSystem | None = None, root: Path | None = None) -> Log:
     """One partition opened read-only, with its topic config and checkpointed log start offset
     (what a read-only ``LogManager`` would give it). ``topic_configs``/``log_start_offsets`` are the
-    data directory's files already read, when opening several partitions."""
+    data directory's files already read, when opening several partitions; ``fs``/``root`` its
+    ``data_location`` (default: resolved from ``path``)."""
     from kafkalog.storage.config import LogConfig
     from kafkalog.storage.log import Log
 
-    directory = Path(path) / f"{topic}-{partition}"
-    if not directory.is_dir():
+    if fs is None or root is None:
+        fs, root = data_location(path)
+    directory = root / f"{topic}-{partition}"
+    if not fs.is_dir(directory):
         raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist in {path}")
     if topic_configs is None:
-        topic_configs = _topic_configs(path)
+        topic_configs = _topic_configs(fs, root)
     if log_start_offsets is None:
-        log_start_offsets = _log_start_offsets(path)
+        log_start_offsets = _log_start_offsets(fs, root)
     config = LogConfig.from_props(topic_configs.get(topic, {}))
     log_start = log_start_offsets.get((topic, partition), 0)
-    return Log.open(directory, config, log_start_offset=log_start, read_only=True)
+    return Log.open(directory, config, log_start_offset=log_start, read_only=True, fs=fs)
 
 
 class TopicCatalog:
     """Read-only metadata of the topics in one data directory (a context manager)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, fs_options: Mapping[str, str] | tuple[tuple[str, str], ...] = (), *,
+                 location: tuple[FileSystem, Path] | None = None) -> None:
         self.path = path
         from kafkalog.storage.partition_dirs import list_topic_partitions
 
-        self._layout = list_topic_partitions(path)
+        # ``location``: an existing data_location of ``path`` (to share its fetch counters).
+        self.fs, self._root = location or data_location(path, fs_options)
+        self._layout = list_topic_partitions(self._root, fs=self.fs)
         self._logs: dict[TopicPartition, Log] = {}
         self._topic_configs: dict[str, dict[str, str]] | None = None
         self._log_start_offsets: dict[TopicPartition, int] | None = None
@@ -116,10 +135,11 @@ class TopicCatalog:
         log = self._logs.get(tp)
         if log is None:
             if self._topic_configs is None:
-                self._topic_configs = _topic_configs(self.path)
-                self._log_start_offsets = _log_start_offsets(self.path)
+                self._topic_configs = _topic_configs(self.fs, self._root)
+                self._log_start_offsets = _log_start_offsets(self.fs, self._root)
             log = self._logs[tp] = open_partition(self.path, *tp, topic_configs=self._topic_configs,
-                                                  log_start_offsets=self._log_start_offsets)
+                                                  log_start_offsets=self._log_start_offsets,
+                                                  fs=self.fs, root=self._root)
         return log
 
     # --- offsets -------------------------------------------------------------------------------

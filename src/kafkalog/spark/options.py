@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from kafkalog.errors import InvalidConfigError, KafkaLogError
+from kafkalog.storage.filesystem import FILESYSTEM_OPTIONS, is_local_uri, local_path
 
 __all__ = [
     "EARLIEST",
@@ -80,9 +81,10 @@ SOURCE_OPTIONS = (
     ENDING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP, ENDING_OFFSETS_BY_TIMESTAMP,
     STARTING_BY_TIMESTAMP_STRATEGY, FAIL_ON_DATA_LOSS, MIN_PARTITIONS, MAX_RECORDS_PER_PARTITION,
     MAX_OFFSETS_PER_TRIGGER, MIN_OFFSETS_PER_TRIGGER, MAX_TRIGGER_DELAY, INCLUDE_HEADERS, ISOLATION_LEVEL,
-    FILTER_PUSHDOWN,
+    FILTER_PUSHDOWN, *FILESYSTEM_OPTIONS,
 )
-SINK_OPTIONS = (PATH, TOPIC, INCLUDE_HEADERS, CREATE_TOPIC_PARTITIONS, COMPRESSION_TYPE)
+# The filesystem options are known to the sink only so that a remote path gets the real reason.
+SINK_OPTIONS = (PATH, TOPIC, INCLUDE_HEADERS, CREATE_TOPIC_PARTITIONS, COMPRESSION_TYPE, *FILESYSTEM_OPTIONS)
 
 # Options of Spark's Kafka source that only tune the broker connection, the consumer pool or
 # consumer-group bookkeeping: meaningless without a broker, accepted so queries port unchanged.
@@ -227,6 +229,8 @@ class SourceOptions:
     streaming: bool = False
     # None: decided where the reader is made, by whether Spark keeps pushdown plans per scan.
     filter_pushdown: bool | None = None
+    # s3.* options etc. for a remote ``path`` (storage.filesystem.resolve_filesystem), as given.
+    filesystem_options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,7 +435,7 @@ def _check_names(
         )
 
 
-def _path(opts: Mapping[str, str], what: str) -> str:
+def _path(opts: Mapping[str, str], what: str, *, local_only: bool = False) -> str:
     raw = opts.get(PATH)
     if raw is None or not raw.strip():
         raise InvalidConfigError(
@@ -439,12 +443,21 @@ def _path(opts: Mapping[str, str], what: str) -> str:
             "(.option('path', dir) or .load(dir) / .save(dir))"
         )
     path = raw.strip()
-    if path.startswith("file:"):
-        # Spark adds no scheme, but users coming from HDFS paths often do.
-        path = re.sub(r"^file:(//)?", "", path)
+    if not is_local_uri(path):
+        # A remote data directory (s3://bucket/prefix, ...) is checked when the catalog lists it.
+        if local_only:
+            raise _err(PATH, f"{path!r} is not a local directory: writes need a local directory")
+        return path
+    # Spark adds no scheme, but users coming from HDFS paths often do.
+    path = str(local_path(path))
     if not Path(path).is_dir():
         raise _err(PATH, f"data directory {path!r} does not exist or is not a directory")
     return path
+
+
+def _filesystem_options(opts: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    known = {name.lower() for name in FILESYSTEM_OPTIONS}
+    return tuple(sorted((k, v) for k, v in opts.items() if k in known))
 
 
 # --- entry points --------------------------------------------------------------------------------
@@ -546,6 +559,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         read_committed=isolation == "read_committed",
         streaming=bool(streaming),
         filter_pushdown=filter_pushdown,
+        filesystem_options=_filesystem_options(opts),
     )
 
 
@@ -555,7 +569,7 @@ _COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     opts = {k.lower(): v for k, v in options.items()}
     _check_names(opts, SINK_OPTIONS, IGNORED_SINK_OPTIONS, "sink")
-    path = _path(opts, "topics to write")
+    path = _path(opts, "topics to write", local_only=True)
     topic = opts.get(TOPIC.lower())
     if topic is not None:
         topic = topic.strip()

@@ -19,13 +19,14 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkalog.errors import InvalidConfigError, OffsetOutOfRangeError
 from kafkalog.spark.arrow import ColumnBuilder
-from kafkalog.spark.catalog import TopicCatalog, open_partition
+from kafkalog.spark.catalog import TopicCatalog, data_location, open_partition
 from kafkalog.spark.options import (
     EARLIEST,
     FAIL_ON_DATA_LOSS,
@@ -37,6 +38,7 @@ from kafkalog.spark.options import (
     user_errors_iter,
 )
 from kafkalog.spark.pushdown import Constraints, split_filters
+from kafkalog.storage.filesystem import FileSystem
 from kafkalog.storage.log import FetchIsolation
 
 __all__ = [
@@ -100,12 +102,14 @@ class KafkaLogInputPartition(InputPartition):
     from_earliest: bool = False
     to_latest: bool = False
     since_earliest: bool = False
+    # How to reach a remote ``path`` (SourceOptions.filesystem_options).
+    filesystem_options: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, r: OffsetRange, opts: SourceOptions) -> KafkaLogInputPartition:
         return cls(opts.path, r.topic, r.partition, r.from_offset, r.until_offset, opts.include_headers,
                    opts.read_committed, opts.fail_on_data_loss, r.from_earliest, r.to_latest,
-                   r.since_earliest)
+                   r.since_earliest, opts.filesystem_options)
 
 
 def data_loss_message(tp: TopicPartition, wanted: int, available: int) -> str:
@@ -352,9 +356,16 @@ def resolve_bounds(part: KafkaLogInputPartition, log_start: int, latest: int) ->
     return start, end
 
 
-def read_range(part: KafkaLogInputPartition) -> Iterator[pa.RecordBatch]:
-    """The records of one input partition as Arrow record batches, decoded batch by batch."""
-    plog = open_partition(part.path, part.topic, part.partition)
+def read_range(part: KafkaLogInputPartition,
+               location: tuple[FileSystem, Path] | None = None) -> Iterator[pa.RecordBatch]:
+    """The records of one input partition as Arrow record batches, decoded batch by batch.
+
+    ``location``: the ``data_location`` of ``part.path`` to read through (default: a new one for
+    this task); its filesystem's ``stats`` count the bytes fetched, logged at INFO when the task ends.
+    """
+    fs, root = location or data_location(part.path, part.filesystem_options)
+    before = fs.stats.bytes_read, fs.stats.requests
+    plog = open_partition(part.path, part.topic, part.partition, fs=fs, root=root)
     try:
         latest = plog.last_stable_offset if part.read_committed else plog.high_watermark
         start, end = resolve_bounds(part, plog.log_start_offset, latest)
@@ -375,6 +386,9 @@ def read_range(part: KafkaLogInputPartition) -> Iterator[pa.RecordBatch]:
             yield out
     finally:
         plog.close()
+        log.info("kafkalog: read %s-%d [%d, %d) of %s: %d bytes fetched in %d requests", part.topic,
+                 part.partition, part.from_offset, part.until_offset, part.path,
+                 fs.stats.bytes_read - before[0], fs.stats.requests - before[1])
 
 
 class KafkaLogBatchReader(DataSourceReader):
@@ -389,7 +403,7 @@ class KafkaLogBatchReader(DataSourceReader):
 
     def plan(self) -> list[OffsetRange]:
         """The offset ranges of this read (what ``partitions()`` turns into input partitions)."""
-        with TopicCatalog(self.opts.path) as catalog:
+        with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
             warn_missing_topics(catalog, self.opts)
             ranges = plan_batch_ranges(catalog, self.opts, self.constraints)
             return divide_ranges(ranges, self.opts.min_partitions, self.opts.max_records_per_partition,

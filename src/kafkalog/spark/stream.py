@@ -121,7 +121,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     @user_errors
     def initialOffset(self) -> dict:
-        with TopicCatalog(self.opts.path) as catalog:
+        with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
             tps = catalog.topic_partitions(self.opts.subscription)
             offsets = resolve_limit(catalog, self.opts.starting, tps, starting=True,
                                     read_committed=self.opts.read_committed)
@@ -145,7 +145,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @user_errors
     def prepareForTriggerAvailableNow(self) -> None:
         # Pin the target: an AvailableNow run reads what exists now, in as many batches as the limit asks.
-        with TopicCatalog(self.opts.path) as catalog:
+        with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
             self._available_now = self._latest(catalog)
 
     def _delay_batch(self, start: PartitionOffsets, latest: PartitionOffsets) -> bool:
@@ -166,7 +166,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @user_errors
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         start_offsets = offsets_from_json(start)
-        with TopicCatalog(self.opts.path) as catalog:
+        with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
             latest = dict(self._available_now) if self._available_now is not None else self._latest(catalog)
             if isinstance(limit, ReadAllAvailable):
                 return offsets_to_json(latest)
@@ -180,7 +180,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     @user_errors
     def reportLatestOffset(self) -> dict | None:
-        with TopicCatalog(self.opts.path) as catalog:
+        with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
             return offsets_to_json(self._latest(catalog))
 
     # --- planning and reading ------------------------------------------------------------------
@@ -189,7 +189,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start_offsets = offsets_from_json(start)
         end_offsets = offsets_from_json(end)
         fail = self.opts.fail_on_data_loss
-        with TopicCatalog(self.opts.path) as catalog:
+        with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
             existing = set(catalog.topic_partitions(self.opts.subscription))
             new_initial = {}
             for tp in sorted(set(end_offsets) - set(start_offsets)):

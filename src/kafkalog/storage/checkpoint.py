@@ -29,6 +29,7 @@ from kafkalog.storage._java_text import (
     java_split_ws,
     read_text,
 )
+from kafkalog.storage.filesystem import FileSystem
 
 __all__ = [
     "CLEANER_OFFSET_CHECKPOINT_FILE",
@@ -54,9 +55,11 @@ class _CheckpointFile:
 
     VERSION = 0
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, fs: FileSystem | None = None) -> None:
         self._path = Path(path)
         self._lock = threading.Lock()
+        # Readers may read through a filesystem (object storage); such a file is never written.
+        self._fs = fs
 
     @property
     def path(self) -> Path:
@@ -77,9 +80,19 @@ class _CheckpointFile:
         A missing or empty file reads as no entries: Kafka creates the file empty when it opens it.
         """
         with self._lock:
-            if not self._path.exists():
+            if self._fs is not None:
+                raw = self._fs.read_file(self._path)
+                if raw is None:
+                    return []
+                try:
+                    lines = java_lines(raw.decode("utf-8"))
+                except UnicodeDecodeError as e:
+                    raise KafkaStorageError(f"Error while reading checkpoint file "
+                                            f"{self._fs.describe(self._path)}: not valid UTF-8 ({e})") from e
+            elif not self._path.exists():
                 return []
-            lines = java_lines(read_text(self._path, "checkpoint file"))
+            else:
+                lines = java_lines(read_text(self._path, "checkpoint file"))
         if not lines:
             return []
         version = java_int(lines[0], INT32_MIN, INT32_MAX)
@@ -104,6 +117,8 @@ class _CheckpointFile:
 
     def _write_lines(self, lines: list[str]) -> None:
         text = f"{self.VERSION}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
+        if self._fs is not None:
+            raise KafkaStorageError(f"Checkpoint file {self._fs.describe(self._path)} is opened read-only")
         with self._lock:
             write_file_atomically(self._path, text.encode("utf-8"))
 

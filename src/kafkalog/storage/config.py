@@ -26,6 +26,7 @@ from typing import Any
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
 from kafkalog.records.types import MAGIC_V0, MAGIC_V1, MAGIC_V2, CompressionType, TimestampType
 from kafkalog.storage._files import write_file_atomically
+from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem
 from kafkalog.storage.log_file_utils import validate_topic_name
 
 __all__ = [
@@ -687,20 +688,22 @@ def _check_persistable(topic: str, key: object, value: object, where: Path) -> s
     return value
 
 
-def read_topic_configs(data_dir: Path | str) -> dict[str, dict[str, str]]:
+def read_topic_configs(data_dir: Path | str, *, fs: FileSystem | None = None) -> dict[str, dict[str, str]]:
     """Per-topic config overrides kept in ``<data_dir>/kafkalog-topic-configs.json``.
 
     Returns ``{topic: {name: value}}`` with raw strings (``LogConfig.from_props`` validates them);
     a missing file means no overrides. The file is ``{"version": 1, "topics": {topic: {name:
     value}}}``, every value a string. Without it, the legacy properties-like file is read.
+    ``fs``: read through that filesystem (a reader's, maybe remote; default: the local one).
     """
+    fs = fs or LOCAL_FILESYSTEM
     path = Path(data_dir) / TOPIC_CONFIGS_FILE
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return _read_legacy_topic_configs(Path(data_dir) / LEGACY_TOPIC_CONFIGS_FILE)
-    except OSError as e:
+        data = fs.read_file(path)
+    except KafkaStorageError as e:
         raise KafkaStorageError(f"Error while reading topic configs {path}: {e}") from e
+    if data is None:
+        return _read_legacy_topic_configs(Path(data_dir) / LEGACY_TOPIC_CONFIGS_FILE, fs)
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, ValueError) as e:
@@ -728,14 +731,15 @@ def read_topic_configs(data_dir: Path | str) -> dict[str, dict[str, str]]:
     return result
 
 
-def _read_legacy_topic_configs(path: Path) -> dict[str, dict[str, str]]:
+def _read_legacy_topic_configs(path: Path, fs: FileSystem) -> dict[str, dict[str, str]]:
     """The format before the JSON file: ``<topic>TAB<key>=<value>`` lines, blank lines and ``#``
     comments ignored."""
     try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as e:
+        data = fs.read_file(path)
+        if data is None:
+            return {}
+        text = data.decode("utf-8")
+    except (KafkaStorageError, UnicodeDecodeError) as e:
         raise KafkaStorageError(f"Error while reading topic configs {path}: {e}") from e
     result: dict[str, dict[str, str]] = {}
     for line_no, raw_line in enumerate(text.split("\n"), start=1):

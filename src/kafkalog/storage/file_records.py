@@ -11,6 +11,9 @@ Kafka's ``FileRecords`` and ``FileLogInputStream`` in one module:
   lazy ``RecordBatch`` that loads the whole entry the first time records, the CRC or the raw bytes
   are needed. Callers that want every entry's bytes anyway (recovery, deep reads) pass
   ``load_full=True``, which reads the file in large chunks instead of two syscalls per batch.
+* A read-only open reads through a ``storage.filesystem.FileSystem`` (local ``os.pread`` by default;
+  an object store in ranged reads with a bounded read-ahead). Only writable files are local by rule:
+  ``pwrite``, ``ftruncate``, ``fsync`` and ``sendfile`` stay on a plain descriptor.
 * A slice is a view ``[start, end)`` over the same open file. All positions taken and returned by a
   ``FileRecords`` — ``batches``, ``slice``, ``read_bytes``, ``search_*``, ``RecordBatch.position`` —
   are relative to the view's start (for a whole file, that is the file position).
@@ -46,6 +49,7 @@ from kafkalog.records.types import (
     Record,
 )
 from kafkalog.storage._files import delete_file_if_exists, replace_file
+from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem, ReadableFile
 
 __all__ = ["FileRecords", "LogOffsetPosition", "TimestampAndOffset", "as_bytes_view"]
 
@@ -104,29 +108,45 @@ def as_bytes_view(data: Any) -> memoryview:
 
 
 class _Channel:
-    """The descriptor shared by a ``FileRecords`` and its slices; only the owner closes it."""
+    """The descriptor (writable files) or filesystem reader (read-only files) shared by a
+    ``FileRecords`` and its slices; only the owner closes it."""
 
-    __slots__ = ("_fd", "path")
+    __slots__ = ("_fd", "_reader", "path")
 
-    def __init__(self, fd: int, path: Path) -> None:
-        self._fd: int | None = fd
+    def __init__(self, fd: int | None, path: Path, reader: ReadableFile | None = None) -> None:
+        self._fd = fd
+        self._reader = reader
         self.path = path
 
     @property
     def fd(self) -> int:
+        """The OS descriptor; a reader from a filesystem without one (remote) has none."""
         fd = self._fd
+        reader = self._reader
+        if fd is None and reader is not None and not reader.closed:
+            fileno = getattr(reader, "fileno", None)
+            if fileno is not None:
+                return int(fileno())
+            raise KafkaStorageError(f"Log file {self.path} has no local descriptor")
         if fd is None:
             raise KafkaStorageError(f"Log file {self.path} is closed")
         return fd
 
     @property
+    def reader(self) -> ReadableFile | None:
+        return self._reader
+
+    @property
     def closed(self) -> bool:
-        return self._fd is None
+        reader = self._reader
+        return reader.closed if reader is not None else self._fd is None
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+        if self._reader is not None:
+            self._reader.close()
 
 
 class FileRecords:
@@ -159,35 +179,53 @@ class FileRecords:
         the size (batches caught mid-write stay invisible to iteration). Returns the new size."""
         if not self._read_only or self._is_slice:
             raise KafkaStorageError(f"{self!r}: only a read-only file view can refresh its size")
-        self._size = min(self._file_length(), self._end) - self._start
+        reader = self._channel.reader
+        length = reader.refresh_size() if reader is not None else self._file_length()
+        self._size = min(length, self._end) - self._start
         return self._size
 
     # --- opening ------------------------------------------------------------------------------
 
     @classmethod
     def open(cls, path: Path | str, file_already_exists: bool = True, init_file_size: int = 0,
-             preallocate: bool = False, read_only: bool = False) -> FileRecords:
+             preallocate: bool = False, read_only: bool = False, *, fs: FileSystem | None = None,
+             size: int | None = None) -> FileRecords:
         """Open (or create) a log file.
 
         A new file with ``preallocate`` is sized to ``init_file_size`` at once but starts with a
         logical size of 0. Re-opening an existing file takes its whole length as data (a crashed,
         untrimmed preallocated file therefore ends in zeros, which recovery cuts off).
+        A ``read_only`` open reads through ``fs`` (default: the local filesystem); ``size`` is the
+        length a directory listing gave, which spares a remote filesystem a request.
         """
         path = Path(path)
+        if read_only:
+            return cls._open_read_only(path, fs or LOCAL_FILESYSTEM, size)
+        if fs is not None and not isinstance(fs, LocalFileSystem):
+            raise KafkaStorageError(f"Log file {fs.describe(path)}: writes need a local directory")
         try:
-            if read_only:
-                fd = os.open(path, os.O_RDONLY)
-            else:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-                if not file_already_exists and preallocate:
-                    os.ftruncate(fd, init_file_size)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            if not file_already_exists and preallocate:
+                os.ftruncate(fd, init_file_size)
         except OSError as e:
             raise KafkaStorageError(f"Cannot open log file {path}: {e}") from e
-        end = 0 if (not file_already_exists and preallocate and not read_only) else MAX_INT32
+        end = 0 if (not file_already_exists and preallocate) else MAX_INT32
         try:
-            return cls(path, _Channel(fd, path), 0, end, False, read_only)
+            return cls(path, _Channel(fd, path), 0, end, False, False)
         except BaseException:
             os.close(fd)
+            raise
+
+    @classmethod
+    def _open_read_only(cls, path: Path, fs: FileSystem, size: int | None) -> FileRecords:
+        try:
+            reader = fs.open_read(path, size=size, sequential=True)
+        except KafkaStorageError as e:
+            raise KafkaStorageError(f"Cannot open log file {fs.describe(path)}: {e}") from e
+        try:
+            return cls(path, _Channel(None, path, reader), 0, MAX_INT32, False, True)
+        except BaseException:
+            reader.close()
             raise
 
     # --- plain properties ---------------------------------------------------------------------
@@ -243,6 +281,9 @@ class FileRecords:
     # --- low-level I/O ------------------------------------------------------------------------
 
     def _file_length(self) -> int:
+        reader = self._channel.reader
+        if reader is not None:
+            return reader.size
         try:
             return os.fstat(self._channel.fd).st_size
         except OSError as e:
@@ -250,6 +291,9 @@ class FileRecords:
 
     def _pread(self, size: int, position: int) -> bytes:
         """Up to ``size`` bytes at view position ``position``; shorter only at the end of the file."""
+        reader = self._channel.reader
+        if reader is not None:
+            return reader.read_at(size, self._start + position)
         fd = self._channel.fd
         at = self._start + position
         try:
@@ -477,6 +521,9 @@ class FileRecords:
         """Bytes sent with sendfile, or None if the target does not support it (nothing sent)."""
         if not hasattr(os, "sendfile"):
             return None
+        reader = self._channel.reader
+        if reader is not None and not hasattr(reader, "fileno"):
+            return None  # a remote file: read and write
         in_fd = self._channel.fd
         at = self._start + position
         sent = 0

@@ -23,7 +23,8 @@ so the entry count is the longest prefix of plausible entries instead:
 should follow a writer's trim (roll): a reader only touches its own counted entries, which a trim keeps,
 but a map longer than the file must not be read past the file's end.
 A read-only open of a missing file is an empty index and creates nothing; read-only indexes are never
-resized, trimmed or written.
+resized, trimmed or written. They read through a ``storage.filesystem.FileSystem`` (local by default),
+so an index in object storage is fetched in exact ranges: the valid prefix, not a preallocated tail.
 
 Concurrency (one writer, many readers): an append writes the entry's bytes first and only then
 increments ``entries``, so a lookup — which reads ``entries`` once — never sees a half-written entry.
@@ -54,9 +55,11 @@ from kafkalog.errors import (
     IndexOffsetOverflowError,
     InvalidOffsetError,
     KafkaStorageError,
+    NoSuchFileError,
 )
 from kafkalog.records.types import NO_TIMESTAMP
 from kafkalog.storage._files import delete_file_if_exists, replace_file
+from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem
 
 __all__ = [
     "OFFSET_INDEX_ENTRY_SIZE",
@@ -256,8 +259,11 @@ class AbstractIndex(ABC):
     _KIND: ClassVar[str] = "index"
 
     def __init__(self, path: Path | str, base_offset: int, max_index_size: int = -1,
-                 writable: bool = True) -> None:
+                 writable: bool = True, *, fs: FileSystem | None = None) -> None:
         self._path = Path(path)
+        if writable and fs is not None and not isinstance(fs, LocalFileSystem):
+            raise KafkaStorageError(f"{self._KIND} {fs.describe(self._path)}: writes need a local directory")
+        self._fs = fs or LOCAL_FILESYSTEM
         self._base_offset = base_offset
         self._max_index_size = max_index_size
         self._writable = writable
@@ -316,21 +322,23 @@ class AbstractIndex(ABC):
         end of file kills the reader with SIGBUS. Only the valid prefix of entries is kept; the chunk
         size doubles so a large index costs about twice its size, a preallocated empty one one read.
         """
+        fs = self._fs
         try:
-            fd = os.open(self._path, os.O_RDONLY)
-        except FileNotFoundError:
+            f = fs.open_read(self._path)
+        except NoSuchFileError:
             self._mm, self._length, self._max_entries, self._entries = None, 0, 0, 0
             return
-        except OSError as e:
-            raise KafkaStorageError(f"Cannot open {self._KIND} {self._path} for reading: {e}") from e
+        except KafkaStorageError as e:
+            raise KafkaStorageError(
+                f"Cannot open {self._KIND} {fs.describe(self._path)} for reading: {e}") from e
         size = self.ENTRY_SIZE
         try:
-            length = os.fstat(fd).st_size
+            length = f.size
             buf = bytearray()
             count = 0
             chunk = 8192 * size
             while len(buf) < length:
-                data = os.pread(fd, min(chunk, length - len(buf)), len(buf))
+                data = f.read_at(min(chunk, length - len(buf)), len(buf))
                 if not data:
                     break
                 buf += data
@@ -339,10 +347,8 @@ class AbstractIndex(ABC):
                 if count < whole:
                     break
                 chunk *= 2
-        except OSError as e:
-            raise KafkaStorageError(f"Cannot read {self._KIND} {self._path}: {e}") from e
         finally:
-            os.close(fd)
+            f.close()
         self._mm = bytes(buf[: count * size]) if count else None
         self._length = length
         self._max_entries = length // size
@@ -626,9 +632,9 @@ class OffsetIndex(AbstractIndex):
     _KIND: ClassVar[str] = "offset index"
 
     def __init__(self, path: Path | str, base_offset: int, max_index_size: int = -1,
-                 writable: bool = True) -> None:
+                 writable: bool = True, *, fs: FileSystem | None = None) -> None:
         self._last_offset = base_offset
-        super().__init__(path, base_offset, max_index_size, writable)
+        super().__init__(path, base_offset, max_index_size, writable, fs=fs)
         self._last_offset = self._last_entry().offset
 
     # Column readers used by the searches (absolute offset = key, position = value).
@@ -776,9 +782,9 @@ class TimeIndex(AbstractIndex):
     _KIND: ClassVar[str] = "time index"
 
     def __init__(self, path: Path | str, base_offset: int, max_index_size: int = -1,
-                 writable: bool = True) -> None:
+                 writable: bool = True, *, fs: FileSystem | None = None) -> None:
         self._last_entry = TimestampOffset(NO_TIMESTAMP, base_offset)
-        super().__init__(path, base_offset, max_index_size, writable)
+        super().__init__(path, base_offset, max_index_size, writable, fs=fs)
         self._last_entry = self._last_entry_from_file()
 
     @staticmethod

@@ -8,18 +8,21 @@ from pathlib import Path
 
 from kafkalog.errors import KafkaStorageError
 from kafkalog.storage.checkpoint import LEADER_EPOCH_CHECKPOINT_FILE, EpochEntry, LeaderEpochCheckpointFile
+from kafkalog.storage.filesystem import FileSystem
 
 
 class LeaderEpochCache:
     """(epoch, start offset) entries, epochs and offsets both increasing, persisted in Kafka's format."""
 
-    def __init__(self, partition_dir: Path, *, read_only: bool = False) -> None:
-        self._file = LeaderEpochCheckpointFile(Path(partition_dir) / LEADER_EPOCH_CHECKPOINT_FILE)
+    def __init__(self, partition_dir: Path, *, read_only: bool = False, fs: FileSystem | None = None) -> None:
+        # A reader reads the file through a filesystem (which may be remote); the writer, locally.
+        self._file = LeaderEpochCheckpointFile(Path(partition_dir) / LEADER_EPOCH_CHECKPOINT_FILE,
+                                               fs=fs if read_only else None)
         self._lock = threading.Lock()
         self._read_only = read_only
         entries: list[EpochEntry] = []
         try:
-            entries = self._file.read() if self._file.path.exists() else []
+            entries = self._file.read() if read_only or self._file.path.exists() else []
         except KafkaStorageError:
             if not read_only:
                 raise

@@ -22,6 +22,7 @@ from kafkalog.errors import (
 )
 from kafkalog.records.batch import RecordBatch
 from kafkalog.storage.config import LogConfig
+from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem
 from kafkalog.storage.leader_epoch import LeaderEpochCache
 from kafkalog.storage.log_file_utils import (
     CLEANED_FILE_SUFFIX,
@@ -51,7 +52,8 @@ class LoadedLogOffsets:
 
 
 def open_segment(directory: Path, base_offset: int, config: LogConfig, time: Time, *,
-                 file_already_exists: bool, file_suffix: str = "", read_only: bool = False) -> LogSegment:
+                 file_already_exists: bool, file_suffix: str = "", read_only: bool = False,
+                 fs: FileSystem | None = None, log_size: int | None = None) -> LogSegment:
     """A segment with the partition's configured index interval, index size, jitter and preallocation."""
     return LogSegment.open(
         directory, base_offset,
@@ -64,7 +66,23 @@ def open_segment(directory: Path, base_offset: int, config: LogConfig, time: Tim
         preallocate=False if read_only else config.preallocate,
         file_suffix=file_suffix,
         read_only=read_only,
+        fs=fs,
+        log_size=log_size,
     )
+
+
+def list_segment_logs(fs: FileSystem, directory: Path) -> list[tuple[int, int]]:
+    """(base offset, size) of every ``.log`` file of a partition directory, by base offset; files
+    with other suffixes (``.deleted``, ``.swap``, ...) and names without an offset are not segments."""
+    found = []
+    for status in fs.list_dir(directory):
+        if status.is_dir or not status.name.endswith(LOG_FILE_SUFFIX):
+            continue
+        base = offset_or_none(status.name)
+        if base is not None:
+            found.append((base, status.size))
+    found.sort()
+    return found
 
 
 class LogLoader:
@@ -73,8 +91,9 @@ class LogLoader:
     def __init__(self, directory: Path, config: LogConfig, *, time: Time, read_only: bool,
                  log_start_offset: int, recovery_point: int, had_clean_shutdown: bool = True,
                  producer_state: ProducerStateManager,
-                 leader_epoch_cache: LeaderEpochCache | None = None) -> None:
+                 leader_epoch_cache: LeaderEpochCache | None = None, fs: FileSystem | None = None) -> None:
         self._dir = directory
+        self._fs = fs or LOCAL_FILESYSTEM
         self._config = config
         self._time = time
         self._read_only = read_only
@@ -96,15 +115,15 @@ class LogLoader:
 
     def load_read_only(self) -> tuple[LogSegments, LoadedLogOffsets]:
         """Segments as they are on disk; nothing written, nothing scanned (the log finds its end
-        itself). Leftover suffixed files are ignored."""
-        for path in sorted(self._dir.glob(f"*{LOG_FILE_SUFFIX}")):
-            base = offset_or_none(path.name)
-            if base is None:
-                continue
+        itself). Leftover suffixed files are ignored. Files are read through the loader's filesystem;
+        a ``.log`` is not touched until a read needs it (the listing gave its size)."""
+        for base, size in list_segment_logs(self._fs, self._dir):
             self._segments.add(open_segment(self._dir, base, self._config, self._time,
-                                            file_already_exists=True, read_only=True))
+                                            file_already_exists=True, read_only=True, fs=self._fs,
+                                            log_size=size))
         if self._segments.is_empty:
-            raise KafkaStorageError(f"Partition directory {self._dir} holds no log segments")
+            raise KafkaStorageError(
+                f"Partition directory {self._fs.describe(self._dir)} holds no log segments")
         first = self._segments.first_segment
         assert first is not None
         start = max(self._log_start_offset, first.base_offset)

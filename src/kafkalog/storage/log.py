@@ -14,7 +14,9 @@ without the last stable offset that hides it.
 
 A log opened ``read_only`` belongs to a reader in another process: nothing on disk is created,
 recovered or deleted; the end is found by scanning the active segment (a torn or preallocated tail
-is not data) and moves forward as the writer appends or rolls.
+is not data) and moves forward as the writer appends or rolls. Its files are read through a
+``storage.filesystem.FileSystem``: the local disk by default, or any other (object storage, a backup)
+holding a directory laid out as Kafka's. Writable logs are local only.
 """
 
 from __future__ import annotations
@@ -64,13 +66,18 @@ from kafkalog.records.validator import (
 from kafkalog.storage._files import fsync_directory
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.file_records import TimestampAndOffset
+from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem
 from kafkalog.storage.index import OffsetPosition
 from kafkalog.storage.leader_epoch import LeaderEpochCache
-from kafkalog.storage.loader import LoadedLogOffsets, LogLoader, offset_or_none, open_segment
+from kafkalog.storage.loader import (
+    LoadedLogOffsets,
+    LogLoader,
+    list_segment_logs,
+    open_segment,
+)
 from kafkalog.storage.log_file_utils import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
-    LOG_FILE_SUFFIX,
     SWAP_FILE_SUFFIX,
     offset_index_file,
     parse_topic_partition,
@@ -207,8 +214,9 @@ class Log:
 
     def __init__(self, directory: Path, config: LogConfig, segments: LogSegments, offsets: LoadedLogOffsets,
                  *, time: Time, read_only: bool, producer_state: ProducerStateManager,
-                 leader_epoch_cache: LeaderEpochCache | None) -> None:
+                 leader_epoch_cache: LeaderEpochCache | None, fs: FileSystem | None = None) -> None:
         self._dir = directory
+        self._fs = fs or LOCAL_FILESYSTEM
         self._config = config
         self._settings: _AppendSettings | None = None  # built at the first append (it may raise)
         self._segments = segments
@@ -240,27 +248,32 @@ class Log:
     @classmethod
     def open(cls, directory: Path | str, config: LogConfig | None = None, *, recovery_point: int = 0,
              log_start_offset: int = 0, had_clean_shutdown: bool = True, time: Time = SYSTEM_TIME,
-             read_only: bool = False, topic_id: Uuid | None = None) -> Log:
+             read_only: bool = False, topic_id: Uuid | None = None, fs: FileSystem | None = None) -> Log:
         """Open (or create) the partition in ``directory``, recovering it if it was not shut down cleanly.
 
         A newly created directory gets its ``partition.metadata`` (``topic_id``, or a random one).
         With ``read_only`` nothing on disk is created, recovered, truncated or deleted: the log is
-        read as it is, a torn tail simply invisible (for readers in other processes).
+        read as it is, a torn tail simply invisible (for readers in other processes), through ``fs``
+        (default: the local filesystem). Without ``read_only`` ``fs`` must be local or None.
         """
         directory = Path(directory)
         config = config or LogConfig()
         parse_topic_partition(directory.name)  # a clear error before anything is created
         if read_only:
-            if not directory.is_dir():
-                raise KafkaStorageError(f"Partition directory {directory} does not exist")
-            producer_state = ProducerStateManager(directory, time=time, read_only=True)
+            fs = fs or LOCAL_FILESYSTEM
+            if not fs.is_dir(directory):
+                raise KafkaStorageError(f"Partition directory {fs.describe(directory)} does not exist")
+            producer_state = ProducerStateManager(directory, time=time, read_only=True, fs=fs)
             segments, offsets = LogLoader(directory, config, time=time, read_only=True,
                                           log_start_offset=log_start_offset,
                                           recovery_point=recovery_point,
-                                          producer_state=producer_state).load_read_only()
+                                          producer_state=producer_state, fs=fs).load_read_only()
             return cls(directory, config, segments, offsets, time=time, read_only=True,
                        producer_state=producer_state,
-                       leader_epoch_cache=LeaderEpochCache(directory, read_only=True))
+                       leader_epoch_cache=LeaderEpochCache(directory, read_only=True, fs=fs), fs=fs)
+        if fs is not None and not isinstance(fs, LocalFileSystem):
+            raise KafkaStorageError(
+                f"Cannot open {fs.describe(directory)} for writing: writes need a local directory")
         created = not directory.exists()
         directory.mkdir(parents=True, exist_ok=True)
         metadata = PartitionMetadataFile(directory / PARTITION_METADATA_FILE)
@@ -469,16 +482,16 @@ class Log:
         with self._lock:
             active = self._segments.active_segment
             try:
-                names = sorted(p.name for p in self._dir.glob(f"*{LOG_FILE_SUFFIX}"))
-            except OSError:
-                names = []
-            for name in names:
-                base = offset_or_none(name)
-                if base is None or base <= active.base_offset:
+                found_logs = list_segment_logs(self._fs, self._dir)
+            except KafkaStorageError:
+                found_logs = []  # the directory went away: the next refresh sees the new state
+            for base, size in found_logs:
+                if base <= active.base_offset:
                     continue
                 try:
                     segment = open_segment(self._dir, base, self._config, self._time,
-                                           file_already_exists=True, read_only=True)
+                                           file_already_exists=True, read_only=True, fs=self._fs,
+                                           log_size=size)
                 except KafkaStorageError:
                     continue  # deleted or renamed under us: the next refresh will see the new state
                 self._segments.add(segment)

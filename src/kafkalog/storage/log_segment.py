@@ -38,6 +38,7 @@ from kafkalog.records.batch import RecordBatch
 from kafkalog.records.types import MAGIC_V2
 from kafkalog.storage._files import delete_file_if_exists, replace_file
 from kafkalog.storage.file_records import FileRecords, LogOffsetPosition, TimestampAndOffset, as_bytes_view
+from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem
 from kafkalog.storage.index import AbstractIndex, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset
 from kafkalog.storage.log_file_utils import (
     log_file,
@@ -150,13 +151,13 @@ class LazyIndex(Generic[I]):
 
     @classmethod
     def for_offset(cls, path: Path, base_offset: int, max_index_size: int,
-                   writable: bool = True) -> LazyIndex[OffsetIndex]:
-        return LazyIndex(path, lambda p: OffsetIndex(p, base_offset, max_index_size, writable))
+                   writable: bool = True, fs: FileSystem | None = None) -> LazyIndex[OffsetIndex]:
+        return LazyIndex(path, lambda p: OffsetIndex(p, base_offset, max_index_size, writable, fs=fs))
 
     @classmethod
     def for_time(cls, path: Path, base_offset: int, max_index_size: int,
-                 writable: bool = True) -> LazyIndex[TimeIndex]:
-        return LazyIndex(path, lambda p: TimeIndex(p, base_offset, max_index_size, writable))
+                 writable: bool = True, fs: FileSystem | None = None) -> LazyIndex[TimeIndex]:
+        return LazyIndex(path, lambda p: TimeIndex(p, base_offset, max_index_size, writable, fs=fs))
 
     @property
     def path(self) -> Path:
@@ -264,28 +265,41 @@ class LogSegment:
         preallocate: bool = False,
         file_suffix: str = "",
         read_only: bool = False,
+        fs: FileSystem | None = None,
+        log_size: int | None = None,
     ) -> LogSegment:
         """Open (or create) the segment ``base_offset`` in ``directory``. Indexes are opened lazily.
 
         ``read_only`` is for readers in another process: nothing is created, written or trimmed,
-        and the indexes count only their plausible entries (see ``storage.index``).
+        and the indexes count only their plausible entries (see ``storage.index``). Its files are
+        read through ``fs`` (default: the local filesystem); ``log_size`` is the ``.log`` length a
+        directory listing gave. A writable segment must be local.
         """
         directory = Path(directory)
+        if read_only:
+            fs = fs or LOCAL_FILESYSTEM
+        elif fs is not None and not isinstance(fs, LocalFileSystem):
+            raise KafkaStorageError(f"Segment {base_offset} of {fs.describe(directory)}: "
+                                    "writes need a local directory")
         records = FileRecords.open(
             log_file(directory, base_offset, file_suffix),
             file_already_exists=file_already_exists or read_only,
             init_file_size=init_file_size,
             preallocate=preallocate,
             read_only=read_only,
+            fs=fs if read_only else None,
+            size=log_size,
         )
         writable = not read_only
+        index_fs = fs if read_only else None
         return cls(
             records,
             LazyIndex.for_offset(offset_index_file(directory, base_offset, file_suffix), base_offset,
-                                 max_index_size, writable),
+                                 max_index_size, writable, index_fs),
             LazyIndex.for_time(time_index_file(directory, base_offset, file_suffix), base_offset,
-                               max_index_size, writable),
-            TransactionIndex(transaction_index_file(directory, base_offset, file_suffix), base_offset),
+                               max_index_size, writable, index_fs),
+            TransactionIndex(transaction_index_file(directory, base_offset, file_suffix), base_offset,
+                             fs=index_fs),
             base_offset,
             index_interval_bytes,
             roll_jitter_ms,

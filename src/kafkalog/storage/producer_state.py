@@ -26,6 +26,7 @@ from kafkalog.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     KafkaStorageError,
+    NoSuchFileError,
     OutOfOrderSequenceError,
     TransactionCoordinatorFencedError,
 )
@@ -40,6 +41,7 @@ from kafkalog.records.types import (
     ControlRecordType,
 )
 from kafkalog.records.validator import AppendOrigin
+from kafkalog.storage.filesystem import FileSystem, LocalFileSystem
 from kafkalog.storage.log_file_utils import (
     PRODUCER_SNAPSHOT_FILE_SUFFIX,
     offset_from_file_name,
@@ -299,8 +301,14 @@ class ProducerStateManager:
     """Producer entries, open transactions and the snapshots of one partition directory."""
 
     def __init__(self, log_dir: Path | str, *, time: Time, read_only: bool = False,
-                 producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> None:
+                 producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
+                 fs: FileSystem | None = None) -> None:
         self._dir = Path(log_dir)
+        if fs is not None and not read_only and not isinstance(fs, LocalFileSystem):
+            raise KafkaStorageError(
+                f"Producer state of {fs.describe(self._dir)}: writes need a local directory")
+        # Readers list and read snapshots through a filesystem; the writer uses the local one directly.
+        self._fs = fs if read_only else None
         self._time = time
         self._read_only = read_only
         self._expiration_ms = producer_id_expiration_ms
@@ -432,6 +440,18 @@ class ProducerStateManager:
 
     def _list_snapshots(self) -> dict[int, Path]:
         found: dict[int, Path] = {}
+        if self._fs is not None:
+            try:
+                statuses = self._fs.list_dir(self._dir)
+            except NoSuchFileError:
+                statuses = []
+            for status in statuses:
+                if status.name.endswith(PRODUCER_SNAPSHOT_FILE_SUFFIX) and not status.is_dir:
+                    try:
+                        found[offset_from_file_name(status.name)] = self._dir / status.name
+                    except ValueError:
+                        continue
+            return found
         try:
             paths = list(self._dir.iterdir()) if self._dir.is_dir() else []
         except OSError as e:
@@ -443,6 +463,14 @@ class ProducerStateManager:
                 except ValueError:
                     continue
         return found
+
+    def _read_snapshot(self, path: Path) -> ProducerSnapshot:
+        if self._fs is None:
+            return ProducerSnapshot.read(path)
+        data = self._fs.read_file(path)
+        if data is None:
+            raise KafkaStorageError(f"Producer snapshot {self._fs.describe(path)} no longer exists")
+        return ProducerSnapshot.from_bytes(data, self._fs.describe(path))
 
     def snapshot_offsets(self) -> list[int]:
         return sorted(self._snapshots)
@@ -462,7 +490,7 @@ class ProducerStateManager:
             offset = max(candidates)
             path = self._snapshots[offset]
             try:
-                snapshot = ProducerSnapshot.read(path)
+                snapshot = self._read_snapshot(path)
             except (CorruptSnapshotError, KafkaStorageError) as e:
                 log.warning("Failed to load producer snapshot %s: %s", path, e)
                 if self._read_only:

@@ -7,6 +7,9 @@ is ignored by readers, as Kafka's iterator does.
 
 Like Kafka's current ``TransactionIndex`` the file is the source of truth: ``close()`` only drops the
 file handle, and a later read or append reopens it (a closed index is not an error here).
+
+An index given a ``storage.filesystem.FileSystem`` (the read-only segments of a reader) reads the
+file whole through it and never writes.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import ClassVar, Final, Self
 
 from kafkalog.errors import CorruptIndexError, InvalidOffsetError, KafkaStorageError
 from kafkalog.storage._files import delete_file_if_exists, replace_file
+from kafkalog.storage.filesystem import FileSystem
 
 __all__ = ["ABORTED_TXN_SIZE", "AbortedTxn", "TransactionIndex", "TxnIndexSearchResult", "aborted_txn_slots"]
 
@@ -90,8 +94,9 @@ class TxnIndexSearchResult:
 class TransactionIndex:
     """Kafka's TransactionIndex over ``path``; ``start_offset`` is the segment's base offset."""
 
-    def __init__(self, path: Path | str, start_offset: int) -> None:
+    def __init__(self, path: Path | str, start_offset: int, *, fs: FileSystem | None = None) -> None:
         self._path = Path(path)
+        self._fs = fs
         self._start_offset = start_offset
         self._lock = threading.RLock()
         self._fd: int | None = None
@@ -103,6 +108,9 @@ class TransactionIndex:
     def _open_fd(self) -> int:
         """The open descriptor, (re)opening — and creating — the file if needed. Caller holds the lock."""
         if self._fd is None:
+            if self._fs is not None:
+                raise KafkaStorageError(
+                    f"Transaction index {self._fs.describe(self._path)} is opened read-only")
             try:
                 self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as e:
@@ -116,6 +124,8 @@ class TransactionIndex:
         files they may not write (another process's partition, a read-only mount).
         """
         with self._lock:
+            if self._fs is not None:
+                return self._fs.read_file(self._path) or b""
             if not self._path.exists():
                 return b""
             own_fd = self._fd is None
