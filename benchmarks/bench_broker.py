@@ -5,22 +5,35 @@
   batch) with ``kafkalog.protocol.fetch_response`` vs kio 0.6.5's writer vs kafka-python 3.x's
   encoder (all three produce the same bytes: tests/broker/test_protocol_fetch_response.py), and
   decoding a Produce v9 request with ``kafkalog.protocol.produce_request`` (records left as views)
-  vs kio's Rust-native reader. Microseconds per call, best of several rounds. ``ratio`` = the
-  reference's time / ours (above 1: ours is faster).
+  vs kio's Rust-native reader, and encoding a Produce v9 response vs kio's writer. Microseconds of
+  CPU per call, best of several rounds. ``ratio`` = the reference's time / ours (above 1: ours is
+  faster).
 * **produce** — confluent-kafka (librdkafka) producing 100-byte records (acks=1, linger.ms=5) to an
   embedded broker on 127.0.0.1, vs ``Log.append_as_leader`` of the very batches it stored, appended
   directly to a fresh log (the storage engine as the ceiling). Client and broker share the 2 cores.
 * **consume** — confluent-kafka consuming the same records with ``assign`` from offset 0, vs a
   ``Log.read`` loop over the same log (the bytes a fetch would send, without a socket).
 
-Run: ``.venv/bin/python benchmarks/bench_broker.py`` (under a minute).
+* **load** — librdkafka in a separate process (``rdkafka_performance`` built by ``rdkafka_load`` from
+  Debian's example source, else confluent-kafka in a subprocess) against ``kafkalog serve`` in
+  another process, and against ``inmemory_broker`` (a minimal asyncio responder that keeps produced
+  batches in memory: the protocol floor on this machine) in the same run, interleaved. 100-byte
+  messages, linger.ms=5: produce with acks=1 and acks=all to 1 and 8 partitions, consume from the
+  beginning, and produce latency (p50/p99) at a fixed 20k msgs/s. ``ratio`` = kafkalog / floor.
+
+Run: ``.venv/bin/python benchmarks/bench_broker.py`` (a few minutes).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -33,6 +46,11 @@ from kio.serial import entity_reader, entity_writer
 from kafkalog.protocol.codec import request_type, response_type
 from kafkalog.protocol.fetch_response import FetchPartitionResult, FetchTopicResult, encode_fetch_response
 from kafkalog.protocol.produce_request import decode_produce_request
+from kafkalog.protocol.produce_response import (
+    PartitionProduceResult,
+    TopicProduceResult,
+    encode_produce_response,
+)
 from kafkalog.records.memory import MemoryRecords, MemoryRecordsBuilder
 from kafkalog.records.types import CompressionType, TimestampType
 from kafkalog.storage.log import Log
@@ -153,6 +171,40 @@ def _produce_decoders(partitions: int, records: bytes):
     return (lambda: decode_produce_request(frame, 0, 9)), (lambda: reader(frame, 0))
 
 
+def _produce_response_encoders(partitions: int):
+    def ours():
+        parts = [PartitionProduceResult(p, 0, 1000 + p, -1, 0) for p in range(partitions)]
+        return encode_produce_response(9, [TopicProduceResult("bench", None, parts)])
+
+    cls = response_type(0, 9)
+    mod = __import__(cls.__module__, fromlist=["x"])
+    writer = entity_writer(cls)
+
+    def kio():
+        parts = tuple(
+            mod.PartitionProduceResponse(
+                index=p,
+                error_code=ErrorCode.none,
+                base_offset=1000 + p,
+                log_append_time=None,
+                log_start_offset=0,
+                record_errors=(),
+                error_message=None,
+            )
+            for p in range(partitions)
+        )
+        response = cls(
+            responses=(mod.TopicProduceResponse(name="bench", partition_responses=parts),),
+            throttle_time=timedelta(0),
+        )
+        out = io.BytesIO()
+        writer(out, response)
+        return out.getvalue()
+
+    assert ours() == kio()
+    return ours, kio
+
+
 def bench_codec() -> list[dict]:
     rows = []
     records = _batch(150, 90)  # ~15 KB
@@ -178,6 +230,19 @@ def bench_codec() -> list[dict]:
         rows.append(
             {
                 "bench": "produce-request-decode",
+                "version": 9,
+                "partitions": partitions,
+                "ours_us": us_ours,
+                "kio_us": us_kio,
+                "ratio": us_kio / us_ours,
+            }
+        )
+    for partitions in (1, 10):
+        ours, kio = _produce_response_encoders(partitions)
+        us_ours, us_kio = _best_us(ours), _best_us(kio)
+        rows.append(
+            {
+                "bench": "produce-response-encode",
                 "version": 9,
                 "partitions": partitions,
                 "ours_us": us_ours,
@@ -283,10 +348,267 @@ def bench_end_to_end() -> list[dict]:
     return rows
 
 
+LOAD_RECORDS = 300_000
+LATENCY_RATE = 20_000
+ROUNDS = 3
+CONSUME_ROUNDS = 5
+LATENCY_RECORDS = 60_000
+START_TIMEOUT_S = 120.0
+
+
+class _Server:
+    """A broker process (kafkalog serve or the in-memory floor), stopped by pid."""
+
+    def __init__(self, name: str, argv: list[str], ready: str) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        line = ""
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if ready in line or self.proc.poll() is not None:
+                break
+        if ready not in line:
+            self.stop()
+            raise RuntimeError(f"{name} did not start: {line!r}")
+        self.bootstrap = line.rsplit(" ", 1)[1].strip()
+        # keep reading stdout so that the process never blocks on a full pipe
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def _table_row(output: str) -> dict[str, float]:
+    """The last row of rdkafka_performance's ``-u`` table as {column: value}."""
+    header: list[str] = []
+    row: dict[str, float] = {}
+    for line in output.splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells and not cells[0].replace(".", "").isdigit():
+            header = cells
+        elif header:
+            row = {h: float(c) for h, c in zip(header, cells, strict=False) if c.replace(".", "").isdigit()}
+    return row
+
+
+class _Load:
+    """One kind of load: rdkafka_performance when it builds, else confluent-kafka in a subprocess."""
+
+    def __init__(self, build_dir: Path) -> None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from rdkafka_load import build_rdkafka_performance
+
+        self.tool, self.why_not = build_rdkafka_performance(build_dir)
+        self.build_dir = build_dir
+        self.script = Path(__file__).resolve().parent / "rdkafka_load.py"
+
+    @property
+    def name(self) -> str:
+        return "rdkafka_performance (librdkafka 2.0.2, Debian)" if self.tool else "confluent-kafka subprocess"
+
+    def _tool(self, args: list[str]) -> str:
+        result = subprocess.run(
+            [str(self.tool), *args, "-u"], capture_output=True, text=True, timeout=120, check=False
+        )
+        return result.stdout
+
+    def produce(
+        self, bootstrap: str, topic: str, acks: int, partitions: int, count: int = LOAD_RECORDS, rate: int = 0
+    ) -> dict[str, float]:
+        # A fixed rate is paced by the Python script on an absolute schedule: rdkafka_performance's -r
+        # only sleeps between messages, which falls well short of the rate on a busy machine.
+        if self.tool is None or rate:
+            argv = [
+                sys.executable,
+                str(self.script),
+                "produce",
+                "--bootstrap",
+                bootstrap,
+                "--topic",
+                topic,
+                "--count",
+                str(count),
+                "--acks",
+                str(acks),
+                "--partitions",
+                str(partitions),
+                "--rate",
+                str(rate),
+            ]
+            out = json.loads(
+                subprocess.run(
+                    argv, capture_output=True, text=True, timeout=120, check=True
+                ).stdout.splitlines()[-1]
+            )
+            return {
+                "msgs_per_s": out["msgs"] / out["elapsed_s"],
+                "msgs": out["msgs"],
+                **{k: out[k] for k in ("p50_ms", "p99_ms") if k in out},
+            }
+        args = [
+            "-P",
+            "-t",
+            topic,
+            "-b",
+            bootstrap,
+            "-s",
+            str(RECORD_SIZE),
+            "-c",
+            str(count),
+            "-a",
+            str(acks),
+            "-X",
+            "linger.ms=5",
+            "-X",
+            "queue.buffering.max.messages=1000000",
+        ]
+        if partitions == 1:
+            args += ["-p", "0"]
+        parsed = _table_row(self._tool(args))
+        return {"msgs_per_s": parsed.get("dr_m/s", 0.0), "msgs": parsed.get("dr", 0.0)}
+
+    def consume(
+        self, bootstrap: str, topic: str, partitions: int, count: int = LOAD_RECORDS
+    ) -> dict[str, float]:
+        if self.tool is None:
+            argv = [
+                sys.executable,
+                str(self.script),
+                "consume",
+                "--bootstrap",
+                bootstrap,
+                "--topic",
+                topic,
+                "--count",
+                str(count),
+                "--partitions",
+                str(partitions),
+            ]
+            out = json.loads(
+                subprocess.run(
+                    argv, capture_output=True, text=True, timeout=120, check=True
+                ).stdout.splitlines()[-1]
+            )
+            return {"msgs_per_s": out["msgs"] / out["elapsed_s"], "msgs": out["msgs"]}
+        args = ["-C", "-t", topic, "-b", bootstrap, "-o", "beginning", "-c", str(count)]
+        for p in range(partitions):
+            args += ["-p", str(p)]
+        parsed = _table_row(self._tool(args))
+        return {"msgs_per_s": parsed.get("m/s", 0.0), "msgs": parsed.get("msgs", 0.0)}
+
+
+def _create_topics(bootstrap: str, topics: list[tuple[str, int]]) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(t, p, 1) for t, p in topics]).values():
+        future.result(30)
+
+
+def bench_load() -> list[dict]:
+    workdir = Path(tempfile.mkdtemp(prefix="kafkalog-bench-load-"))
+    here = Path(__file__).resolve().parent
+    rows: list[dict] = []
+    servers: list[_Server] = []
+    try:
+        load = _Load(workdir / "build")
+        floor = _Server(
+            "floor", [sys.executable, str(here / "inmemory_broker.py"), "--port", "0"], "listening on"
+        )
+        servers.append(floor)
+        broker = _Server(
+            "kafkalog",
+            [
+                sys.executable,
+                "-m",
+                "kafkalog.cli",
+                "serve",
+                "--data-dir",
+                str(workdir / "data"),
+                "--port",
+                "0",
+            ],
+            "serving",
+        )
+        servers.append(broker)
+        scenarios = [(acks, partitions) for partitions in (1, 8) for acks in (1, -1)]
+        topics = [(f"bench-a{'all' if a == -1 else a}-p{p}", p) for a, p in scenarios] + [("bench-lat-p1", 1)]
+        _create_topics(broker.bootstrap, topics)
+        pair = (floor, broker)
+        for (acks, partitions), (topic, _) in zip(scenarios, topics, strict=False):
+            measured = _median_of(
+                pair, lambda s, t=topic, a=acks, n=partitions: load.produce(s.bootstrap, t, a, n)
+            )
+            rows.append(_load_row("produce", load, acks, partitions, measured))
+        for partitions in (1, 8):
+            topic = f"bench-a1-p{partitions}"
+            # everything the produce rounds wrote (~1 s per run: shorter runs are mostly noise here)
+            count = ROUNDS * LOAD_RECORDS
+            measured = _median_of(
+                pair,
+                lambda s, t=topic, n=partitions, c=count: load.consume(s.bootstrap, t, n, c),
+                CONSUME_ROUNDS,
+            )
+            rows.append(_load_row("consume", load, None, partitions, measured))
+        measured = _median_of(
+            pair, lambda s: load.produce(s.bootstrap, "bench-lat-p1", 1, 1, LATENCY_RECORDS, LATENCY_RATE), 2
+        )
+        row = _load_row(f"produce-latency@{LATENCY_RATE}/s", load, 1, 1, measured)
+        row["client"] = "confluent-kafka"
+        for who in ("floor", "kafkalog"):
+            for key in ("p50_ms", "p99_ms"):
+                row[f"{who}_{key}"] = measured[who].get(key, float("nan"))
+        rows.append(row)
+    finally:
+        for server in servers:
+            server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return rows
+
+
+def _median_of(servers: tuple[_Server, ...], measure, rounds: int = ROUNDS) -> dict[str, dict[str, float]]:
+    """Each server measured ``rounds`` times, interleaved (the machine is shared: load comes and goes);
+    per server the run with the median rate."""
+    runs: dict[str, list[dict[str, float]]] = {s.name: [] for s in servers}
+    for _ in range(rounds):
+        for server in servers:
+            runs[server.name].append(measure(server))
+    return {
+        name: sorted(found, key=lambda r: r["msgs_per_s"])[len(found) // 2] for name, found in runs.items()
+    }
+
+
+def _load_row(bench: str, load: _Load, acks: int | None, partitions: int, measured: dict) -> dict:
+    ours, floor = measured["kafkalog"], measured["floor"]
+    row = {"bench": bench, "client": load.name.split(" ")[0], "partitions": partitions}
+    if acks is not None:
+        row["acks"] = "all" if acks == -1 else acks
+    row.update(
+        {
+            "kafkalog_msgs_per_s": ours["msgs_per_s"],
+            "kafkalog_MB_per_s": ours["msgs_per_s"] * RECORD_SIZE / 1e6,
+            "floor_msgs_per_s": floor["msgs_per_s"],
+            "ratio": ours["msgs_per_s"] / floor["msgs_per_s"] if floor["msgs_per_s"] else float("nan"),
+        }
+    )
+    return row
+
+
 def run() -> list[dict]:
-    return bench_codec() + bench_end_to_end()
+    return bench_codec() + bench_end_to_end() + bench_load()
 
 
 if __name__ == "__main__":
-    for row in run():
-        print(row)
+    only = sys.argv[1:] or ["codec", "end_to_end", "load"]
+    for name in only:
+        for row in globals()[f"bench_{name}"]():
+            print(row, flush=True)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MODULES = ["bench_records", "bench_storage", "bench_compact", "bench_spark", "bench_broker"]
+MODULES = ["bench_records", "bench_storage", "bench_compact", "bench_spark", "bench_broker", "bench_groups"]
 
 
 def _format_row(row: dict) -> str:
@@ -29,7 +29,7 @@ def _format_row(row: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="comma-separated subset: records,storage,compact,spark")
+    parser.add_argument("--only", default="", help="comma-separated subset, e.g. records,storage,groups")
     parser.add_argument("--json", type=Path, help="also write all rows to this JSON file")
     args = parser.parse_args(argv)
     wanted = [f"bench_{name.strip()}" for name in args.only.split(",") if name.strip()] or MODULES

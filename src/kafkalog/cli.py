@@ -457,6 +457,7 @@ def cmd_dump_log(args: argparse.Namespace) -> int:
         skip_record_metadata=args.skip_record_metadata,
         max_message_size=args.max_message_size,
         max_bytes=args.max_bytes,
+        offsets_decoder=args.offsets_decoder,
     )
     failed = False
     found_problems = False
@@ -694,6 +695,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "kafka-dump-log.sh)")
     p.add_argument("--max-bytes", type=_positive_int, default=2**31 - 1, metavar="BYTES",
                    help="read at most this many bytes of each .log file")
+    p.add_argument("--offsets-decoder", action="store_true",
+                   help="decode __consumer_offsets records (committed offsets, group metadata) as "
+                   "kafka-dump-log.sh --offsets-decoder does (implies --print-data-log)")
     p.add_argument("--json", action="store_true", help="one JSON document per file")
     p.set_defaults(func=cmd_dump_log)
 

@@ -44,7 +44,7 @@ async def _commit(apis: Any, request: Any, body: Any) -> Any:
                     int(p.committed_offset),
                     p.committed_metadata,
                 )
-            parts.append(part_cls(partition_index=p.partition_index, error_code=ErrorCode(error)))
+            parts.append(build(part_cls, partition_index=p.partition_index, error_code=ErrorCode(error)))
         topics.append(topic_cls(name=t.name, partitions=tuple(parts)))
     return build(cls, throttle_time=ZERO_DELAY, topics=tuple(topics))
 
@@ -64,7 +64,8 @@ def _fetch_group(apis: Any, group_id: str, topics: Any, topic_cls: Any, part_cls
         for p in partitions:
             offset, metadata = store.get((group_id, name, p), (-1, ""))
             parts.append(
-                part_cls(
+                build(
+                    part_cls,
                     partition_index=p,
                     committed_offset=offset,
                     committed_leader_epoch=-1,

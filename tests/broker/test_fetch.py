@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 from kafkalog.broker import Broker
 from kafkalog.records.memory import MemoryRecords, MemoryRecordsBuilder
 from kafkalog.records.types import CompressionType, TimestampType
+from kafkalog.storage.log import FetchIsolation
 from tests.broker import _raw
 from tests.broker.test_produce_errors import _batch, _create, _produce
 
@@ -146,15 +147,28 @@ def test_first_batch_returned_even_if_larger_than_limits_and_byte_limits(broker)
 
 
 def test_large_fetch_goes_through_sendfile(broker):
+    from kafkalog.broker import replica_manager
+    from kafkalog.broker.file_region import FileRegion
+
     with _raw.connect(broker.bootstrap_servers) as sock:
         _create(sock, "large")
-        for _ in range(20):
-            _produce(sock, "large", _batch(50, size=200))
-        _, p = _fetch(sock, "large", 0, version=11)
-        batches = list(MemoryRecords(p.records).batches())
-        assert len(batches) == 20 and len(p.records) > 200_000
+        for _ in range(8):
+            _produce(sock, "large", _batch(100, size=1000))
         log = broker.server.log_manager.get_log("large", 0)
-        assert bytes(p.records) == log.read(0, 1 << 30).records.read_bytes()
+        stored = log.read(0, 1 << 30).records.read_bytes()
+        assert len(stored) > replica_manager.SENDFILE_MIN_BYTES
+        # the read result is a file region (sent with sendfile), not bytes
+        rm = broker.server.apis.replica_manager
+        infos = [(replica_manager.TopicPartition("large", 0), replica_manager.FetchPartitionInfo(0, 1 << 30))]
+        params = replica_manager.FetchParams(0, 1, 1 << 30, FetchIsolation.HIGH_WATERMARK)
+        ((_, data),) = rm.read_from_local_log(params, infos)[0]
+        assert isinstance(data.records, FileRegion) and data.records.size == len(stored)
+        assert data.records.read_all() == stored
+        data.release()
+        for version in (11, 12):
+            _, p = _fetch(sock, "large", 0, version=version, partition_max_bytes=1 << 30)
+            assert bytes(p.records) == stored
+            assert len(list(MemoryRecords(p.records).batches())) == 8
 
 
 def test_offset_out_of_range_and_unknown_topic(broker):
@@ -228,8 +242,10 @@ def test_read_committed_lists_aborted_transactions(broker):
         assert uncommitted.aborted_transactions is None
 
 
-def test_many_partitions_stay_within_the_region_limit(tmp_path):
+def test_many_partitions_stay_within_the_region_limit(tmp_path, monkeypatch):
     from kafkalog.broker import replica_manager
+
+    monkeypatch.setattr(replica_manager, "SENDFILE_MIN_BYTES", 16 * 1024)
 
     with Broker(tmp_path, configs={"num.partitions": replica_manager.MAX_REGIONS_PER_FETCH + 6}) as b:
         count = replica_manager.MAX_REGIONS_PER_FETCH + 6
@@ -245,7 +261,6 @@ def test_many_partitions_stay_within_the_region_limit(tmp_path):
         rm = b.server.apis.replica_manager
         from kafkalog.broker.file_region import FileRegion
         from kafkalog.broker.replica_manager import FetchParams, FetchPartitionInfo, TopicPartition
-        from kafkalog.storage.log import FetchIsolation
 
         infos = [(TopicPartition("wide", p), FetchPartitionInfo(0, 1 << 20)) for p in range(count)]
         results, total, errors = rm.read_from_local_log(

@@ -100,6 +100,7 @@ def test_join_errors():
         assert (await join(c, "someone")).error == E.unknown_member_id  # unknown group with a member id
         assert (await join(c, group="")).error == E.invalid_group_id
         assert (await join(c, protocols=[])).error == E.inconsistent_group_protocol
+        assert c.list_groups() == (0, [])  # failed first joins leave no group behind
         r = await join_new(c)
         await sync(c, r, {r.member_id: b"x"})
         other = await join(c, protocol_type="connect")
@@ -351,6 +352,7 @@ class FakeManager:
         self.loaded = loaded or {}
         self.offsets = offsets or set()
         self.fail_with = 0
+        self.loads = 0
 
     async def store_group(self, group_id: str, value: Any) -> int:
         await asyncio.sleep(0)
@@ -365,6 +367,7 @@ class FakeManager:
         return 0
 
     def load(self) -> dict[str, Any]:
+        self.loads += 1
         return self.loaded
 
     def has_offsets(self, group_id: str) -> bool:
@@ -427,6 +430,7 @@ def test_groups_are_loaded_once_and_offsets_only_groups_listed(records_module):
         }
         manager = FakeManager(loaded, offsets={"stable", "only-offsets"})
         c = GroupCoordinator(FAST, {"group_metadata_manager": manager})
+        c.startup()
         assert c.group_state("stable") == "Stable" and c.group_state("empty") == "Empty"
         assert c.group_state("only-offsets") == "Empty"
         assert c.handle_heartbeat("stable", "m-1", None, 5) == 0
@@ -436,5 +440,6 @@ def test_groups_are_loaded_once_and_offsets_only_groups_listed(records_module):
         assert s.assignment == b"asg"
         assert dict(await c.handle_delete_groups(["only-offsets"])) == {"only-offsets": 0}
         assert manager.deleted == ["only-offsets"]
+        assert manager.loads == 1
 
     run(main())

@@ -3,6 +3,7 @@ connections are closed after connections.max.idle.ms."""
 
 import struct
 import time
+from pathlib import Path
 
 import pytest
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsV0
@@ -31,6 +32,8 @@ def _metadata_works(bootstrap):
         struct.pack(">i", 10) + struct.pack(">hhih", 0, 2, 1, -1),  # Produce v2: not served
         struct.pack(">i", 12) + struct.pack(">hhih", 3, 12, 1, -1) + b"\xff\xff",  # Metadata: bad body
         struct.pack(">i", 3) + b"\x00\x03\x00",  # a header cut short
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",  # garbage: an HTTP request (size prefix "GET " ~ 1.2 GB)
+        struct.pack(">i", 12) + bytes(range(200, 212)),  # garbage inside a plausible frame
     ],
 )
 def test_bad_frames_close_only_that_connection(kafkalog_broker, payload):
@@ -78,3 +81,37 @@ def test_pipelined_requests_answered_in_order(kafkalog_broker):
         frames = [_raw.header(18, 0, c, "x") + body for c in range(1, 21)]
         sock.sendall(b"".join(struct.pack(">i", len(f)) + f for f in frames))
         assert [struct.unpack_from(">i", _raw.recv_frame(sock))[0] for _ in range(20)] == list(range(1, 21))
+
+
+def _rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_announced_sizes_allocate_nothing(kafkalog_broker):
+    """Frames announced at just under socket.request.max.bytes (100 MiB) whose bodies never come:
+    the broker (in this process) buffers only what arrived, keeps serving, and drops them all."""
+    bootstrap = kafkalog_broker.bootstrap_servers
+    _metadata_works(bootstrap)
+    before = _rss_bytes()
+    socks = [_raw.connect(bootstrap) for _ in range(10)]
+    try:
+        for sock in socks:
+            sock.sendall(struct.pack(">i", 100 * 1024 * 1024 - 1) + b"\x00\x03\x00\x0c")
+        _metadata_works(bootstrap)
+        assert _rss_bytes() - before < 64 * 1024 * 1024  # 10 x 100 MiB announced; nothing reserved
+    finally:
+        for sock in socks:
+            sock.close()
+    _metadata_works(bootstrap)
+
+
+@pytest.mark.kafkalog_broker_config({"socket.request.max.bytes": 4096})
+def test_frame_over_socket_request_max_bytes_closed(kafkalog_broker):
+    bootstrap = kafkalog_broker.bootstrap_servers
+    with _raw.connect(bootstrap) as sock:
+        sock.sendall(struct.pack(">i", 4097) + b"\x00" * 4097)
+        assert _raw.is_closed(sock)
+    _metadata_works(bootstrap)

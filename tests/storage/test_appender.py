@@ -21,6 +21,7 @@ from kafkalog.storage.appender import (
     list_partitions,
     open_log_for_append,
     read_append_state,
+    recovery_decision,
 )
 from kafkalog.storage.dir_lock import DataDirLock
 from kafkalog.storage.log_manager import LOCK_FILE, LogManager
@@ -184,6 +185,19 @@ def test_appenders_to_one_partition_wait_for_each_other_with_a_bound(data_dir: P
         holder.join(30)
     with open_log_for_append(data_dir, "t", 0, timeout_s=5) as log:
         assert log.log_end_offset == 1
+
+
+def test_a_locked_but_unused_partition_does_not_force_recovery(data_dir: Path) -> None:
+    with PartitionAppender(data_dir, "t", [0, 1]) as appender:
+        appender.log(0).append_as_leader(_records(b"only 0"), leader_epoch=0)
+    assert (data_dir / "t-1" / APPEND_LOCK_FILE).read_bytes() == b""
+    assert read_append_state(data_dir / "t-1") is None
+    assert recovery_decision(data_dir / "t-1", 5, True) == (5, True)
+    assert recovery_decision(data_dir / "t-0", 5, True) == (5, True)  # clean 1
+    (data_dir / "t-0" / APPEND_LOCK_FILE).write_bytes(b"dirty 1\n")
+    assert recovery_decision(data_dir / "t-0", 5, True) == (1, False)
+    (data_dir / "t-0" / APPEND_LOCK_FILE).write_bytes(b"garbage")
+    assert recovery_decision(data_dir / "t-0", 5, True) == (0, False)
 
 
 def test_unknown_partitions_and_partition_listing(data_dir: Path) -> None:

@@ -137,8 +137,10 @@ def test_log_manager_runs_the_cleaner_in_the_background(tmp_path: Path) -> None:
         (plain,) = lm.create_topic("plain", 1, {"segment.bytes": "1500"})
         for target in (state, both, plain):
             fill(target, 300, 5)
-        cleaner = lm.start_cleaner(CleanerConfig(backoff_ms=20, dedupe_buffer_size=1 << 20))
+        # Two threads (log.cleaner.threads), each with half of the dedupe buffer.
+        cleaner = lm.start_cleaner(CleanerConfig(num_threads=2, backoff_ms=20, dedupe_buffer_size=2 << 20))
         assert cleaner is not None and lm.start_cleaner() is cleaner
+        assert [t.cleaner.offset_map.memory for t in cleaner.threads] == [(1 << 20) // 24 * 24] * 2
         _wait(lambda: len(all_records(state)) < 300, "cleaning")
         _wait(lambda: both.size_in_bytes <= 3000 + 1500, "compact,delete retention by the cleaner")
         assert len(all_records(plain)) == 300  # not compacted

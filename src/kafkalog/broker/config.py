@@ -53,6 +53,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.max.size": str(2**31 - 1),
     "offsets.topic.num.partitions": "50",
     "offsets.retention.minutes": "10080",
+    "offsets.retention.check.interval.ms": "600000",
+    "offsets.topic.segment.bytes": str(100 * 1024 * 1024),
+    "offsets.topic.compression.codec": "0",
+    "offset.metadata.max.bytes": "4096",
 }
 
 

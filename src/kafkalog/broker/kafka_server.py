@@ -19,13 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog.broker.config import KafkaConfig
-from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR, group_coordinator
+from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR
+from kafkalog.broker.group.manager_of import GROUP_METADATA_MANAGER
 from kafkalog.broker.kafka_apis import BrokerEndpoint, KafkaApis
 from kafkalog.broker.metadata_cache import MetadataCache
 from kafkalog.broker.producer_id_manager import ProducerIdManager
 from kafkalog.broker.replica_manager import ReplicaManager
 from kafkalog.broker.socket_server import SocketServer
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
+from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
 from kafkalog.storage.log_manager import LogManager
 from kafkalog.storage.metadata_files import META_PROPERTIES_FILE, read_meta_properties
 
@@ -85,6 +87,9 @@ class KafkaServer:
                 meta.cluster_id,
                 BrokerEndpoint(config.node_id, "", port),
             )
+            coordinator = self.apis.components.get(GROUP_COORDINATOR)
+            if coordinator is not None:
+                coordinator.startup()  # groups from __consumer_offsets, before the first request
             socket_server = SocketServer(
                 self.apis,
                 max_request_bytes=config.socket_request_max_bytes,
@@ -97,7 +102,6 @@ class KafkaServer:
             advertised = config.advertised_listener
             adv_port = advertised[1] if advertised is not None and advertised[1] else self.bound_port
             self.apis.endpoint = BrokerEndpoint(config.node_id, self.advertised_host, adv_port)
-            group_coordinator(self.apis)
         except BaseException:
             await loop.run_in_executor(None, self.log_manager.close)
             raise
@@ -111,7 +115,15 @@ class KafkaServer:
         )
 
     def _open_logs(self) -> LogManager:
-        return LogManager(self.data_dir, default_config=self.config.log_config, node_id=self.config.node_id)
+        config = self.config
+        manager = LogManager(self.data_dir, default_config=config.log_config, node_id=config.node_id)
+        try:
+            # compacted topics (``__consumer_offsets`` among them) are cleaned in the background
+            manager.start_cleaner(CleanerConfig.from_broker_props(config.originals))
+        except BaseException:
+            manager.close()
+            raise
+        return manager
 
     def _start_background_tasks(self) -> None:
         config = self.config
@@ -120,6 +132,11 @@ class KafkaServer:
             self._schedule(
                 "kafka-log-flusher", config.log_flush_scheduler_interval_ms, self._flush_dirty_logs
             )
+        self._schedule(
+            "group-metadata-manager-cleanup",
+            config.get_int("offsets.retention.check.interval.ms"),
+            self._cleanup_group_metadata,
+        )
         self._schedule(
             "kafka-recovery-point-checkpoint",
             config.log_flush_offset_checkpoint_interval_ms,
@@ -155,6 +172,17 @@ class KafkaServer:
             if flush_ms < _LONG_MAX and (now - last) * 1000 >= flush_ms:
                 await loop.run_in_executor(None, partition_log.flush)
                 self._last_flush[partition_log.dir] = now
+
+    async def _cleanup_group_metadata(self) -> None:
+        """Expired offsets become tombstones (Kafka's ``GroupMetadataManager.cleanupGroupMetadata``)."""
+        if self.apis is None:
+            return
+        manager = self.apis.components.get(GROUP_METADATA_MANAGER)
+        coordinator = self.apis.components.get(GROUP_COORDINATOR)
+        if manager is not None:
+            await manager.cleanup_expired_offsets(
+                coordinator.group_state if coordinator is not None else None
+            )
 
     async def _checkpoint(self) -> None:
         assert self.log_manager is not None

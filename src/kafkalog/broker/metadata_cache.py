@@ -30,6 +30,12 @@ class MetadataCache:
             self._by_id = {v: k for k, v in ids.items() if v != ZERO_UUID}
             self._topics = topics
 
+    def invalidate(self) -> None:
+        """Forget the cached ids (after a topic was deleted and maybe created again by the same name)."""
+        self._topics = ()
+        self._ids = {}
+        self._by_id = {}
+
     def topics(self) -> tuple[str, ...]:
         self._refresh()
         return self._topics

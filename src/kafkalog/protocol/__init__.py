@@ -5,7 +5,8 @@
   version (which decides the header versions);
 * ``headers`` — request header v1/v2, response header v0/v1;
 * ``codec`` — message bodies through ``kio`` (a dataclass per message and version);
-* ``produce_request`` / ``fetch_response`` — the two hot paths, written here: a Produce request's
-  records stay a ``memoryview`` into the frame, and a Fetch response is a list of chunks whose record
-  parts are file regions sent with ``sendfile``.
+* ``produce_request`` / ``produce_response`` / ``fetch_response`` — the hot paths, written here: a
+  Produce request's records stay a ``memoryview`` into the frame, a Produce response is encoded in
+  one pass, and a Fetch response is a list of chunks whose record parts are file regions sent with
+  ``sendfile``.
 """

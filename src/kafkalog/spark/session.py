@@ -53,6 +53,9 @@ _FALLBACK_LOG4J = (
     "appender.console.type = Console\nappender.console.name = console\n"
     "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
     "appender.console.layout.pattern = %p %c{1}: %m%n%ex\n"
+    "logger.executor.name = org.apache.spark.executor.Executor\nlogger.executor.level = off\n"
+    "logger.tsm.name = org.apache.spark.scheduler.TaskSetManager\nlogger.tsm.level = off\n"
+    "logger.ts.name = org.apache.spark.scheduler.TaskSchedulerImpl\nlogger.ts.level = off\n"
 )
 
 

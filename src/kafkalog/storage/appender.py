@@ -13,14 +13,16 @@ to one partition in turn, without a ``LogManager`` or broker holding it:
    file suffixes, so the file inside the partition directory is invisible to it.
 3. **Clean/dirty state.** The append lock file's content is one ASCII line: ``clean <log end
    offset>`` after the last appender closed the log, ``dirty <log end offset>`` (the offset when
-   appends started) while one appends. The file is created empty, which counts as unknown.
+   appends started) while one appends. The file is created empty: nobody has appended yet (an
+   appender that locks a partition and does not use it leaves it so).
 4. **Recovery decision.** The next appender opens the log without recovery only after a clean close
    that nobody appended past since (the log end it finds equals the recorded one). Otherwise — a
-   dirty state (an appender died), an unknown one, or a log end that moved (someone appended outside
-   this protocol) — it recovers from the recorded offset, or from the recovery-point checkpoint
-   when there is none, so a torn batch is cut. A ``LogManager`` that opens the directory later
-   applies the same rule to a dirty partition (``recovery_decision``), even after its own clean
-   shutdown marker, and records ``clean`` when it closes.
+   dirty state (an appender died), none or an unreadable one, or a log end that moved (someone
+   appended outside this protocol) — it recovers from the recorded offset, or from the
+   recovery-point checkpoint when there is none, so a torn batch is cut. A ``LogManager`` that
+   opens the directory later recovers a partition left dirty (or with a malformed state) from that
+   offset (``recovery_decision``), even after its own clean shutdown marker; an empty or missing
+   state leaves its decision alone. It records ``clean`` when it closes.
 
 The protocol never writes the data directory's checkpoints or clean-shutdown marker: those belong to
 the owner (``LogManager``), which recovers from its recovery point as Kafka does.
@@ -98,10 +100,12 @@ def _write_fd(fd: int, state: AppendState) -> None:
 
 
 def read_append_state(partition_dir: Path) -> AppendState | None:
-    """The partition's append state, or None if no appender ever touched it."""
+    """The partition's append state, or None if no appender ever appended to it (no file, or the
+    empty file an appender leaves when it locked the partition but never opened the log)."""
     try:
         with open(partition_dir / APPEND_LOCK_FILE, "rb") as f:
-            return AppendState.parse(f.read(_STATE_MAX))
+            data = f.read(_STATE_MAX)
+            return AppendState.parse(data) if data else None
     except FileNotFoundError:
         return None
     except OSError as e:

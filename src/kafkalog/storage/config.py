@@ -32,6 +32,8 @@ __all__ = [
     "LEGACY_TOPIC_CONFIGS_FILE",
     "TOPIC_CONFIGS_FILE",
     "LogConfig",
+    "broker_synonyms",
+    "config_type",
     "read_topic_configs",
     "write_topic_configs",
 ]
@@ -381,6 +383,38 @@ _BROKER_RENAMES: dict[str, str] = {
     "local.retention.ms": "log.local.retention.ms",
     "local.retention.bytes": "log.local.retention.bytes",
 }
+
+
+_TYPE_NAMES: dict[Callable[[str, object], Any], str] = {
+    _parse_long: "long",
+    _parse_int: "int",
+    _parse_boolean: "boolean",
+    _parse_double: "double",
+    _parse_list: "list",
+    _parse_string: "string",
+    _parse_timestamp_type: "string",
+}
+
+
+def config_type(name: str) -> str:
+    """Kafka's ``ConfigDef.Type`` of a topic config, lower case (``long``, ``int``, ``boolean``,
+    ``double``, ``list``, ``string``); InvalidConfigError for an unknown name."""
+    key = _KEYS_BY_NAME.get(name)
+    if key is None:
+        raise InvalidConfigError(f"Unknown topic config name: {name}")
+    return _TYPE_NAMES[key.parse]
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    """The broker configs (``server.properties`` names) that set a topic config's default, in Kafka's
+    precedence order (``retention.ms`` -> ``log.retention.ms``, ``.minutes``, ``.hours``)."""
+    if name not in _KEYS_BY_NAME:
+        raise InvalidConfigError(f"Unknown topic config name: {name}")
+    names = [broker_name for broker_name, _, _ in _BROKER_SYNONYMS.get(name, ())]
+    renamed = _BROKER_RENAMES.get(name)
+    if renamed is not None:
+        names.append(renamed)
+    return tuple(names)
 
 
 # --- LogConfig -------------------------------------------------------------------------------------

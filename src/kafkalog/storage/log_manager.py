@@ -458,9 +458,10 @@ class LogManager:
         return created
 
     def create_topic(self, topic: str, partitions: int = 1,
-                     configs: Mapping[str, Any] | None = None) -> list[Log]:
+                     configs: Mapping[str, Any] | None = None, *, validate_only: bool = False) -> list[Log]:
         """Create ``topic`` with ``partitions`` partitions and the given config overrides (validated
-        with Kafka's rules). Raises TopicExistsError, InvalidTopicError or InvalidConfigError."""
+        with Kafka's rules). Raises TopicExistsError, InvalidTopicError or InvalidConfigError.
+        ``validate_only``: run every check, create nothing, return []."""
         validate_topic_name(topic)
         if topic == METADATA_TOPIC:
             raise InvalidTopicError(f"Topic name {topic!r} is reserved for the KRaft metadata log")
@@ -474,6 +475,8 @@ class LogManager:
             for existing in self.topics():
                 if existing.replace(".", "_") == topic.replace(".", "_"):
                     raise InvalidTopicError(f"Topic '{topic}' collides with existing topic: {existing}")
+            if validate_only:
+                return []
             # Overrides first: a crash then leaves a harmless config line, never a topic without them.
             overrides = self._stored_overrides()
             if config.overridden:

@@ -68,10 +68,11 @@ class DumpOptions:
     skip_record_metadata: bool = False
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_bytes: int = MAX_INT32
+    offsets_decoder: bool = False  # decode __consumer_offsets keys and values (implies --print-data-log)
 
     @property
     def deep(self) -> bool:
-        return self.deep_iteration or self.print_data_log
+        return self.deep_iteration or self.print_data_log or self.offsets_decoder
 
 
 @dataclass(slots=True)
@@ -174,6 +175,10 @@ def _record_items(batch: RecordBatch, options: DumpOptions) -> list[dict[str, An
             else:
                 type_id = struct.unpack_from(">h", record.key or b"\0\0\0\0", 2)[0]
                 item["controlType"] = f"{control_type.name}({type_id})"
+        elif options.offsets_decoder:
+            from kafkalog.tools.offsets_decoder import decode_offsets_record
+
+            item.update(decode_offsets_record(record.key, record.value))
         elif options.print_data_log:
             item["key"] = _decode_text(record.key)
             item["payload"] = _decode_text(record.value)

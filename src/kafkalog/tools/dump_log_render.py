@@ -53,7 +53,14 @@ def _format_record(record: dict[str, Any], options: DumpOptions) -> str:
         elif "controlType" in record:
             text += f" controlType: {record['controlType']}"
         parts.append(text)
-    if "payload" in record:
+    if "error" in record:
+        parts.append(f"{prefix}error: {record['error']}")
+    elif "payload" in record and isinstance(record["key"], dict):  # --offsets-decoder
+        compact = (",", ":")
+        payload = record["payload"]
+        parts.append(f"{prefix}key: {json.dumps(record['key'], separators=compact)} payload: "
+                     + (payload if isinstance(payload, str) else json.dumps(payload, separators=compact)))
+    elif "payload" in record:
         if record["key"] is not None:
             parts.append(f"{prefix}key: {record['key']}")
             prefix = " "

@@ -88,6 +88,10 @@ class GroupCoordinator:
     def manager(self) -> Any:
         return self._components.get("group_metadata_manager")
 
+    def startup(self) -> None:
+        """Load the stored groups now (``KafkaServer.startup``, once every component exists)."""
+        self._ensure_loaded()
+
     def _ensure_loaded(self) -> None:
         """Rebuild the groups ``__consumer_offsets`` holds, once, before serving (Kafka's
         ``onElection`` → ``loadGroupsForPartition``): groups with members come back Stable."""
@@ -232,6 +236,7 @@ class GroupCoordinator:
             # a concurrent DeleteGroups won; the client looks the coordinator up again
             return JoinResult(int(_E.coordinator_not_available), member_id)
         if not group.supports_protocols(protocol_type, protocols):
+            self._maybe_forget(group)
             return JoinResult(int(_E.inconsistent_group_protocol), member_id)
         if is_unknown:
             outcome = self._new_member_join(
@@ -248,6 +253,8 @@ class GroupCoordinator:
                 group, member_id, group_instance_id, client_id, client_host, *args
             )
         if isinstance(outcome, JoinResult):
+            if outcome.error not in (NONE, int(_E.member_id_required)):
+                self._maybe_forget(group)
             return outcome
         # shield: a closed connection must not cancel the member's place in the rebalance
         return await asyncio.shield(outcome)
@@ -755,6 +762,22 @@ class GroupCoordinator:
         if handle is not None:
             handle.cancel()
         self._check_join(group)
+        self._maybe_forget(group)
+
+    def _maybe_forget(self, group: GroupMetadata) -> None:
+        """Drop a group that never had a generation, a member or offsets (a failed first join), so
+        that joins to made-up group ids leave nothing behind."""
+        manager = self.manager
+        if (
+            group.is_state(GroupState.EMPTY)
+            and group.generation_id == 0
+            and not group.members
+            and not group.pending_members
+            and not group.offsets_committed
+            and (manager is None or not manager.has_offsets(group.group_id))
+            and self.groups.get(group.group_id) is group
+        ):
+            del self.groups[group.group_id]
 
     # --- session timers ---
 
@@ -814,8 +837,20 @@ class GroupCoordinator:
         if group is None:
             if generation_id < 0:
                 self.groups[group_id] = GroupMetadata(group_id)
+                self.groups[group_id].offsets_committed = True
                 return NONE
             return int(_E.illegal_generation)
+        error = self._validate_commit_member(group, member_id, generation_id, group_instance_id)
+        if error == NONE:
+            group.offsets_committed = True
+            if group.has(member_id):
+                self._schedule_heartbeat(group, group.get(member_id))
+        return error
+
+    @staticmethod
+    def _validate_commit_member(
+        group: GroupMetadata, member_id: str, generation_id: int, group_instance_id: str | None
+    ) -> int:
         if group.is_state(GroupState.DEAD):
             return int(_E.coordinator_not_available)
         if generation_id < 0 and group.is_state(GroupState.EMPTY):
@@ -835,8 +870,6 @@ class GroupCoordinator:
             return int(_E.unknown_member_id)
         if group.is_state(GroupState.COMPLETING_REBALANCE):
             return int(_E.rebalance_in_progress)
-        if group.has(member_id):
-            self._schedule_heartbeat(group, group.get(member_id))
         return NONE
 
     def group_state(self, group_id: str) -> str | None:

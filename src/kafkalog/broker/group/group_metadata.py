@@ -37,6 +37,7 @@ class GroupMetadata:
         self.pending_members: set[str] = set()  # ids handed out with MEMBER_ID_REQUIRED
         self.pending_sync_members: set[str] = set()
         self.new_member_added = False
+        self.offsets_committed = False  # an accepted commit: the group holds offsets (kept when empty)
         self.delayed_join: DelayedJoin | None = None
         self.sync_timer: asyncio.TimerHandle | None = None
         self.pending_timers: dict[str, asyncio.TimerHandle] = {}  # session timers of pending members

@@ -10,12 +10,16 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.error_codes import error_code_for
+from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.metadata_cache import ZERO_UUID
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.errors import KafkaLogError, TopicExistsError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
+
+# Kafka's Topic.isInternal: the coordinators' topics
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, "__transaction_state"})
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +100,7 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
                 error_code=error,
                 name=name,
                 topic_id=cache.topic_id(name) if error == ErrorCode.none else ZERO_UUID,
-                is_internal=False,
+                is_internal=name in INTERNAL_TOPICS,
                 partitions=partitions,
                 topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
             )

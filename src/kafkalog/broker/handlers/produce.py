@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import logging
 import struct
-from datetime import UTC, datetime
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.handlers import ApiHandler, register
 from kafkalog.broker.replica_manager import PartitionResponse, TopicPartition
-from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.broker.request import RequestContext
 from kafkalog.errors import InvalidRequestError
 from kafkalog.protocol.api_keys import ApiKey
-from kafkalog.protocol.codec import response_type
-from kafkalog.protocol.produce_request import ProduceRequestData, decode_produce_request
+from kafkalog.protocol.produce_request import FIRST_TOPIC_ID, ProduceRequestData, decode_produce_request
+from kafkalog.protocol.produce_response import (
+    PartitionProduceResult,
+    TopicProduceResult,
+    encode_produce_response,
+)
 
 log = logging.getLogger(__name__)
 
@@ -101,39 +104,31 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
             # The client never reads an answer: Kafka closes the connection so that it notices and
             # refreshes its metadata.
             raise InvalidRequestError(
-                f"acks=0 produce failed for {', '.join(failures)}; closing the connection")
+                f"acks=0 produce failed for {', '.join(failures)}; closing the connection"
+            )
         return None
 
-    cls = response_type(ApiKey.PRODUCE, version)
-    topic_cls = nested_type(cls, "TopicProduceResponse")
-    partition_cls = nested_type(cls, "PartitionProduceResponse")
-    batch_error_cls = nested_type(cls, "BatchIndexAndErrorMessage")
-    by_topic: dict[Any, list[Any]] = {}
+    by_topic: dict[Any, list[PartitionProduceResult]] = {}
     for topic_key, tp in order:
         r = results[tp]
-        append_time = (
-            datetime.fromtimestamp(r.log_append_time / 1000, tz=UTC) if r.log_append_time >= 0 else None
-        )
         by_topic.setdefault(topic_key, []).append(
-            build(
-                partition_cls,
-                index=tp.partition,
-                error_code=r.error,
-                base_offset=r.base_offset,
-                log_append_time=append_time,
-                log_start_offset=r.log_start_offset,
-                record_errors=tuple(
-                    build(batch_error_cls, batch_index=i, batch_index_error_message=m)
-                    for i, m in r.record_errors
-                ),
-                error_message=r.error_message if r.error != ErrorCode.none else None,
+            PartitionProduceResult(
+                tp.partition,
+                r.error,
+                r.base_offset,
+                r.log_append_time,
+                r.log_start_offset,
+                r.record_errors,
+                r.error_message if r.error != ErrorCode.none else None,
             )
         )
-    topics = tuple(
-        build(topic_cls, name=key, topic_id=key, partition_responses=tuple(parts))
+    topics = [
+        TopicProduceResult(
+            key if version < FIRST_TOPIC_ID else None, key if version >= FIRST_TOPIC_ID else None, parts
+        )
         for key, parts in by_topic.items()
-    )
-    return build(cls, responses=topics, throttle_time=ZERO_DELAY)
+    ]
+    return [encode_produce_response(version, topics)]
 
 
 register(ApiHandler(ApiKey.PRODUCE, 3, 13, handle_produce_request, _decode))

@@ -1,0 +1,283 @@
+"""``GroupMetadataManager``: committed offsets and group state, durable in ``__consumer_offsets``
+(Kafka's classic ``GroupMetadataManager``).
+
+Every change is a record appended to the group's partition of ``__consumer_offsets`` through the
+leader path (``Log.append_as_leader`` with the coordinator's origin), and the in-memory view changes
+only once that append succeeded: what a client was told is committed is on disk. The records use
+Kafka's schemas (``group_metadata_records``); a deletion is a tombstone that the log cleaner later
+removes (the topic is compacted). ``load`` replays every partition at startup: the latest record
+per key wins and a tombstone deletes.
+
+Offset expiry (``offsets.retention.minutes``, checked every ``offsets.retention.check.interval.ms``,
+Kafka's KIP-211 rules): offsets of a group that has no members expire once the retention has passed
+since the group became empty (its stored state timestamp), or since the commit for groups that never
+had members (standalone commits); a commit made with an explicit expire timestamp (OffsetCommit v1)
+expires then. Offsets of a group with members are kept. A group left empty with no offsets is
+deleted (tombstone), as Kafka turns it Dead.
+
+Everything runs on the broker's event loop, the only thread that appends to logs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.error_codes import error_code_for
+from kafkalog.broker.group.group_metadata_records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_value,
+    encode_group_metadata_key,
+    encode_group_metadata_value,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
+)
+from kafkalog.broker.group.offsets_topic import (
+    GROUP_METADATA_TOPIC_NAME,
+    offsets_topic_configs,
+    partition_for,
+)
+from kafkalog.clock import SYSTEM_TIME, Time
+from kafkalog.errors import KafkaLogError, TopicExistsError
+from kafkalog.records import MAGIC_V2, CompressionType, MemoryRecords, SimpleRecord
+from kafkalog.records.validator import AppendOrigin
+from kafkalog.storage.log_manager import LogManager
+
+__all__ = ["GroupMetadataManager", "TopicPartitionKey"]
+
+log = logging.getLogger(__name__)
+
+TopicPartitionKey = tuple[str, int]
+_NONE = int(ErrorCode.none)
+
+
+class GroupMetadataManager:
+    def __init__(self, log_manager: LogManager, *, num_partitions: int = 50,
+                 segment_bytes: int = 100 * 1024 * 1024, retention_ms: int = 7 * 24 * 3600 * 1000,
+                 compression: CompressionType = CompressionType.NONE, time: Time = SYSTEM_TIME,
+                 on_append: Any = None) -> None:
+        if num_partitions < 1:
+            raise ValueError("offsets.topic.num.partitions must be at least 1")
+        self._log_manager = log_manager
+        self.num_partitions = num_partitions
+        self._segment_bytes = segment_bytes
+        self.retention_ms = retention_ms
+        self._compression = compression
+        self._time = time
+        self._on_append = on_append  # wakes fetches parked on the partition (ReplicaManager)
+        self._offsets: dict[str, dict[TopicPartitionKey, OffsetCommitValue]] = {}
+        self._groups: dict[str, GroupMetadataValue] = {}
+        self._loaded = False
+
+    # --- where things go ---------------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def _ensure_topic(self) -> None:
+        if self._log_manager.has_topic(GROUP_METADATA_TOPIC_NAME):
+            return
+        try:
+            self._log_manager.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions,
+                                           offsets_topic_configs(self._segment_bytes))
+            log.info("Created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, self.num_partitions)
+        except TopicExistsError:
+            pass
+
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
+        """Append ``(key, value)`` records to the group's partition; Kafka's error code."""
+        if not records:
+            return _NONE
+        try:
+            self._ensure_topic()
+            partition = self.partition_for(group_id)
+            partition_log = self._log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
+            now = self._time.milliseconds()
+            batch = MemoryRecords.with_records(
+                MAGIC_V2, self._compression, [SimpleRecord(value, key, now) for key, value in records]
+            )
+            partition_log.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
+        except KafkaLogError as e:
+            log.warning("Writing to %s for group %s failed: %s", GROUP_METADATA_TOPIC_NAME, group_id, e)
+            return int(_storage_error(e))
+        if self._on_append is not None:
+            self._on_append(GROUP_METADATA_TOPIC_NAME, partition)
+        return _NONE
+
+    # --- groups ------------------------------------------------------------------------------------
+
+    async def store_group(self, group_id: str, value: GroupMetadataValue) -> int:
+        record = (encode_group_metadata_key(group_id), encode_group_metadata_value(value))
+        error = self._append(group_id, [record])
+        if error == _NONE:
+            self._groups[group_id] = value
+        return error
+
+    async def delete_group(self, group_id: str) -> int:
+        """Tombstones for the group's metadata and every offset it committed."""
+        offsets = self._offsets.get(group_id, {})
+        records: list[tuple[bytes, bytes | None]] = [
+            (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in sorted(offsets)
+        ]
+        records.append((encode_group_metadata_key(group_id), None))
+        error = self._append(group_id, records)
+        if error == _NONE:
+            self._offsets.pop(group_id, None)
+            self._groups.pop(group_id, None)
+        return error
+
+    # --- offsets -----------------------------------------------------------------------------------
+
+    async def store_offsets(self, group_id: str, offsets: Mapping[TopicPartitionKey, OffsetCommitValue]
+                            ) -> dict[TopicPartitionKey, int]:
+        """Write the commits in one batch; all succeed or all fail, as one append does."""
+        items = list(offsets.items())
+        records: list[tuple[bytes, bytes | None]] = [
+            (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), encode_offset_commit_value(v))
+            for (t, p), v in items
+        ]
+        error = self._append(group_id, records)
+        if error == _NONE:
+            self._offsets.setdefault(group_id, {}).update(items)
+        return {tp: error for tp, _ in items}
+
+    def get_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey] | None = None
+                    ) -> dict[TopicPartitionKey, OffsetCommitValue]:
+        """The committed offsets of ``partitions`` that have one (every one when None)."""
+        stored = self._offsets.get(group_id, {})
+        if partitions is None:
+            return dict(stored)
+        return {tp: stored[tp] for tp in partitions if tp in stored}
+
+    async def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey]
+                             ) -> dict[TopicPartitionKey, int]:
+        wanted = list(partitions)
+        stored = self._offsets.get(group_id, {})
+        present = [tp for tp in wanted if tp in stored]
+        error = self._append(group_id, [
+            (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in present
+        ])
+        if error == _NONE:
+            for tp in present:
+                stored.pop(tp, None)
+            if not stored:
+                self._offsets.pop(group_id, None)
+        return {tp: error for tp in wanted}
+
+    async def remove_offsets_of_topic(self, topic: str) -> int:
+        """Tombstone every group's offsets of a deleted topic; returns how many went."""
+        removed = 0
+        for group_id in sorted(self.group_ids_with_offsets()):
+            gone = [tp for tp in self._offsets.get(group_id, {}) if tp[0] == topic]
+            if gone:
+                errors = await self.delete_offsets(group_id, gone)
+                removed += sum(1 for e in errors.values() if e == _NONE)
+        return removed
+
+    def has_offsets(self, group_id: str) -> bool:
+        return bool(self._offsets.get(group_id))
+
+    def group_ids_with_offsets(self) -> set[str]:
+        return {g for g, offsets in self._offsets.items() if offsets}
+
+    # --- startup and expiry ------------------------------------------------------------------------
+
+    def load(self) -> dict[str, GroupMetadataValue]:
+        """Replay ``__consumer_offsets`` (once) and return the stored groups."""
+        if self._loaded:
+            return dict(self._groups)
+        self._loaded = True
+        if not self._log_manager.has_topic(GROUP_METADATA_TOPIC_NAME):
+            return {}
+        skipped = 0
+        for partition in self._log_manager.partitions(GROUP_METADATA_TOPIC_NAME):
+            partition_log = self._log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
+            for record in partition_log.records(partition_log.log_start_offset):
+                if record.key is None:
+                    skipped += 1
+                    continue
+                try:
+                    key = decode_key(record.key)
+                    value = decode_value(key, record.value)
+                except KafkaLogError as e:
+                    skipped += 1
+                    log.warning("%s-%d offset %d: unreadable record skipped: %s",
+                                GROUP_METADATA_TOPIC_NAME, partition, record.offset, e)
+                    continue
+                self._replay(key, value)
+        log.info("Loaded %d groups and the offsets of %d groups from %s%s", len(self._groups),
+                 len(self._offsets), GROUP_METADATA_TOPIC_NAME,
+                 f" ({skipped} records skipped)" if skipped else "")
+        return dict(self._groups)
+
+    def _replay(self, key: OffsetCommitKey | GroupMetadataKey,
+                value: OffsetCommitValue | GroupMetadataValue | None) -> None:
+        if isinstance(key, OffsetCommitKey):
+            tp = (key.topic, key.partition)
+            if isinstance(value, OffsetCommitValue):
+                self._offsets.setdefault(key.group, {})[tp] = value
+            else:
+                group_offsets = self._offsets.get(key.group)
+                if group_offsets is not None:
+                    group_offsets.pop(tp, None)
+                    if not group_offsets:
+                        del self._offsets[key.group]
+        elif isinstance(value, GroupMetadataValue):
+            self._groups[key.group] = value
+        else:
+            self._groups.pop(key.group, None)
+
+    def expired_offsets(self, group_id: str, group_is_empty: bool,
+                        now: int | None = None) -> list[TopicPartitionKey]:
+        """Which of the group's offsets have expired at ``now`` (the rules in the module docstring)."""
+        now = self._time.milliseconds() if now is None else now
+        stored = self._offsets.get(group_id, {})
+        group = self._groups.get(group_id)
+        empty_since = group.current_state_timestamp if group is not None and not group.members else -1
+        expired = []
+        for tp, value in stored.items():
+            if value.expire_timestamp >= 0:
+                if now >= value.expire_timestamp:
+                    expired.append(tp)
+                continue
+            if not group_is_empty:
+                continue
+            base = empty_since if empty_since >= 0 else value.commit_timestamp
+            if now - base >= self.retention_ms:
+                expired.append(tp)
+        return expired
+
+    async def cleanup_expired_offsets(self, group_state: Any = None) -> int:
+        """Tombstone every expired offset (Kafka's ``cleanupGroupMetadata``); returns how many.
+        ``group_state(group_id)`` gives the coordinator's state name (None: no such group)."""
+        removed = 0
+        for group_id in sorted(self.group_ids_with_offsets()):
+            state = group_state(group_id) if group_state is not None else None
+            expired = self.expired_offsets(group_id, state in (None, "Empty"))
+            if expired:
+                errors = await self.delete_offsets(group_id, expired)
+                removed += sum(1 for e in errors.values() if e == _NONE)
+        if removed:
+            log.info("Removed %d expired offsets from %s", removed, GROUP_METADATA_TOPIC_NAME)
+        return removed
+
+    def shutdown(self) -> None:
+        self._on_append = None
+
+
+def _storage_error(e: KafkaLogError) -> ErrorCode:
+    """Kafka maps append failures of the coordinator to retriable coordinator errors (its
+    ``GroupMetadataManager.storeOffsets`` callback): the client retries elsewhere or later."""
+    code = error_code_for(e)
+    if code in (ErrorCode.unknown_topic_or_partition, ErrorCode.not_leader_or_follower):
+        return ErrorCode.coordinator_not_available
+    if code in (ErrorCode.message_too_large, ErrorCode.record_list_too_large, ErrorCode.invalid_fetch_size):
+        return ErrorCode.invalid_commit_offset_size
+    return ErrorCode.unknown_server_error

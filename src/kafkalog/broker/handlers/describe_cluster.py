@@ -1,0 +1,51 @@
+"""DescribeCluster (60), v0-v2: this node as the cluster's only broker and its controller. A request
+for the controller endpoints (v1+, endpoint type 2) gets MISMATCHED_ENDPOINT_TYPE, as a Kafka
+broker answers it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.handlers import handles
+from kafkalog.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.codec import response_type
+
+_BROKERS_ENDPOINT = 1
+
+
+@handles(ApiKey.DESCRIBE_CLUSTER, 0, 2)
+async def handle_describe_cluster_request(apis: Any, request: RequestContext, body: Any) -> Any:
+    cls = response_type(ApiKey.DESCRIBE_CLUSTER, request.api_version)
+    broker_cls = nested_type(cls, "DescribeClusterBroker")
+    endpoint_type = getattr(body, "endpoint_type", _BROKERS_ENDPOINT)
+    if endpoint_type != _BROKERS_ENDPOINT:
+        return build(
+            cls,
+            throttle_time=ZERO_DELAY,
+            error_code=ErrorCode.mismatched_endpoint_type,
+            error_message=f"This node serves broker endpoints only, not type {endpoint_type}",
+            endpoint_type=endpoint_type,
+            cluster_id=apis.cluster_id,
+            controller_id=-1,
+            brokers=(),
+            cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        )
+    e = apis.endpoint
+    brokers = (
+        build(broker_cls, broker_id=e.node_id, host=e.host, port=e.port, rack=e.rack, is_fenced=False),
+    )
+    return build(
+        cls,
+        throttle_time=ZERO_DELAY,
+        error_code=ErrorCode.none,
+        error_message=None,
+        endpoint_type=endpoint_type,
+        cluster_id=apis.cluster_id,
+        controller_id=apis.node_id,
+        brokers=brokers,
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )

@@ -1,0 +1,83 @@
+"""DescribeConfigs (32), v1-v4 (Kafka's ``describeConfigs``): a topic's configs (override, broker
+default or Kafka default, with the source and synonyms) and this broker's static configs;
+``kafkalog.broker.config_helper`` decides the values. Config types from v3; documentation is not
+kept (null)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.config_helper import ResourceType, describe_broker_configs, describe_topic_configs
+from kafkalog.broker.handlers import handles
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.codec import response_type
+
+
+def _entries(apis: Any, resource: Any) -> tuple[ErrorCode, str | None, list[Any]]:
+    names = None if resource.configuration_keys is None else tuple(resource.configuration_keys)
+    if resource.resource_type == ResourceType.TOPIC:
+        if not apis.log_manager.has_topic(resource.resource_name):
+            return (
+                ErrorCode.unknown_topic_or_partition,
+                f"Topic '{resource.resource_name}' does not exist",
+                [],
+            )
+        config = apis.log_manager.topic_config(resource.resource_name)
+        return ErrorCode.none, None, describe_topic_configs(config, apis.config, names)
+    if resource.resource_type == ResourceType.BROKER:
+        if resource.resource_name not in ("", str(apis.node_id)):
+            return (
+                ErrorCode.invalid_request,
+                (
+                    f"Unexpected broker id, expected {apis.node_id} or empty string, "
+                    f"but received {resource.resource_name}"
+                ),
+                [],
+            )
+        return ErrorCode.none, None, describe_broker_configs(apis.config, names)
+    return ErrorCode.invalid_request, f"Unsupported resource type {resource.resource_type}", []
+
+
+@handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
+async def handle_describe_configs_request(apis: Any, request: RequestContext, body: Any) -> Any:
+    cls = response_type(ApiKey.DESCRIBE_CONFIGS, request.api_version)
+    result_cls = nested_type(cls, "DescribeConfigsResult")
+    entry_cls = nested_type(cls, "DescribeConfigsResourceResult")
+    synonym_cls = nested_type(cls, "DescribeConfigsSynonym")
+    include_synonyms = getattr(body, "include_synonyms", False)
+    results = []
+    for resource in body.resources:
+        error, message, entries = _entries(apis, resource)
+        configs = tuple(
+            build(
+                entry_cls,
+                name=e.name,
+                value=e.value,
+                read_only=e.read_only,
+                is_default=e.is_default,
+                config_source=e.source,
+                is_sensitive=e.is_sensitive,
+                synonyms=tuple(
+                    build(synonym_cls, name=s.name, value=s.value, source=s.source) for s in e.synonyms
+                )
+                if include_synonyms
+                else (),
+                config_type=e.config_type,
+                documentation=None,
+            )
+            for e in entries
+        )
+        results.append(
+            build(
+                result_cls,
+                error_code=error,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=configs,
+            )
+        )
+    return build(cls, throttle_time=ZERO_DELAY, results=tuple(results))

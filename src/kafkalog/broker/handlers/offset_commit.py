@@ -1,0 +1,78 @@
+"""OffsetCommit (8), v2-v9 (Kafka's ``handleOffsetCommitRequest`` → ``GroupCoordinator.handleCommitOffsets``):
+the coordinator checks the member and generation (generation -1 with no member id is a standalone
+commit), then the offsets are written to ``__consumer_offsets`` in one append and acknowledged only
+once it succeeded. Per partition: UNKNOWN_TOPIC_OR_PARTITION for a partition the broker does not
+have, OFFSET_METADATA_TOO_LARGE past ``offset.metadata.max.bytes``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.group.coordinator_of import group_coordinator
+from kafkalog.broker.group.group_metadata_records import OffsetCommitValue
+from kafkalog.broker.group.manager_of import group_metadata_manager
+from kafkalog.broker.handlers import handles
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.codec import response_type
+
+_MS = timedelta(milliseconds=1)
+
+
+@handles(ApiKey.OFFSET_COMMIT, 2, 9)
+async def handle_offset_commit_request(apis: Any, request: RequestContext, body: Any) -> Any:
+    version = request.api_version
+    cls = response_type(ApiKey.OFFSET_COMMIT, version)
+    topic_cls = nested_type(cls, "OffsetCommitResponseTopic")
+    partition_cls = nested_type(cls, "OffsetCommitResponsePartition")
+    manager = group_metadata_manager(apis)
+    log_manager = apis.log_manager
+    max_metadata = apis.config.get_int("offset.metadata.max.bytes")
+    now = log_manager.time.milliseconds()
+    # v2-v4 carry a retention time; -1 means the broker's (no per-commit expiry)
+    retention_time = getattr(body, "retention_time", None)
+    retention = -1 if retention_time is None else retention_time // _MS
+    expire = now + retention if retention >= 0 else -1
+
+    errors: dict[tuple[str, int], int] = {}
+    to_store: dict[tuple[str, int], OffsetCommitValue] = {}
+    for topic in body.topics:
+        known = set(log_manager.partitions(topic.name)) if log_manager.has_topic(topic.name) else set()
+        for p in topic.partitions:
+            tp = (topic.name, int(p.partition_index))
+            metadata = p.committed_metadata or ""
+            if tp[1] not in known:
+                errors[tp] = int(ErrorCode.unknown_topic_or_partition)
+            elif len(metadata.encode()) > max_metadata:
+                errors[tp] = int(ErrorCode.offset_metadata_too_large)
+            else:
+                epoch = int(getattr(p, "committed_leader_epoch", -1))
+                to_store[tp] = OffsetCommitValue(int(p.committed_offset), epoch, metadata, now, expire)
+    if to_store:
+        error = group_coordinator(apis).validate_offset_commit(
+            body.group_id, body.member_id, int(body.generation_id_or_member_epoch),
+            getattr(body, "group_instance_id", None),
+        )
+        if error:
+            errors.update(dict.fromkeys(to_store, error))
+        else:
+            errors.update(await manager.store_offsets(body.group_id, to_store))
+
+    return build(
+        cls,
+        throttle_time=ZERO_DELAY,
+        topics=tuple(
+            topic_cls(
+                name=topic.name,
+                partitions=tuple(
+                    partition_cls(partition_index=p.partition_index,
+                                  error_code=ErrorCode(errors[(topic.name, int(p.partition_index))]))
+                    for p in topic.partitions
+                ),
+            )
+            for topic in body.topics
+        ),
+    )

@@ -1,0 +1,73 @@
+"""OffsetDelete (47), v0 (Kafka's ``handleOffsetDeleteRequest``, KIP-496): remove a group's committed
+offsets (tombstones in ``__consumer_offsets``). GROUP_ID_NOT_FOUND for a group the coordinator does not
+know; a partition of a topic that a live member of the group subscribes to keeps its offset and gets
+GROUP_SUBSCRIBED_TO_TOPIC."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.group.coordinator_of import group_coordinator
+from kafkalog.broker.group.manager_of import group_metadata_manager
+from kafkalog.broker.handlers import handles
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.codec import response_type
+
+
+def subscribed_topics(subscription: bytes) -> set[str]:
+    """Topics of a ConsumerProtocol subscription (int16 version, [string] topics, …); empty when it
+    is not one (another protocol type's metadata is opaque)."""
+    try:
+        (count,) = struct.unpack_from(">i", subscription, 2)
+        pos, topics = 6, set()
+        for _ in range(max(0, min(count, len(subscription)))):
+            (n,) = struct.unpack_from(">h", subscription, pos)
+            topics.add(subscription[pos + 2 : pos + 2 + n].decode())
+            pos += 2 + n
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return set()
+
+
+@handles(ApiKey.OFFSET_DELETE, 0, 0)
+async def handle_offset_delete_request(apis: Any, request: RequestContext, body: Any) -> Any:
+    cls = response_type(ApiKey.OFFSET_DELETE, request.api_version)
+    topic_cls = nested_type(cls, "OffsetDeleteResponseTopic")
+    partition_cls = nested_type(cls, "OffsetDeleteResponsePartition")
+    manager = group_metadata_manager(apis)
+    coordinator = group_coordinator(apis)
+    group_id = body.group_id
+    state = coordinator.group_state(group_id)
+    if state is None and not manager.has_offsets(group_id):
+        return build(cls, error_code=ErrorCode.group_id_not_found, throttle_time=ZERO_DELAY, topics=())
+    subscribed: set[str] = set()
+    group = coordinator.groups.get(group_id)
+    if group is not None and state != "Empty" and group.protocol_type == "consumer":
+        for member in group:
+            subscribed |= subscribed_topics(member.metadata(group.protocol_name or ""))
+    errors: dict[tuple[str, int], int] = {}
+    deletable = []
+    for topic in body.topics:
+        for p in topic.partitions:
+            tp = (topic.name, int(p.partition_index))
+            if topic.name in subscribed:
+                errors[tp] = int(ErrorCode.group_subscribed_to_topic)
+            else:
+                deletable.append(tp)
+    errors.update(await manager.delete_offsets(group_id, deletable))
+    return build(
+        cls,
+        error_code=ErrorCode.none,
+        throttle_time=ZERO_DELAY,
+        topics=tuple(
+            topic_cls(name=topic.name, partitions=tuple(
+                partition_cls(partition_index=p.partition_index,
+                              error_code=ErrorCode(errors[(topic.name, int(p.partition_index))]))
+                for p in topic.partitions))
+            for topic in body.topics
+        ),
+    )

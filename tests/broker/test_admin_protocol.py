@@ -1,0 +1,179 @@
+"""The admin APIs at the wire, where the clients do not reach: CreateTopics' v7 answer (topic id,
+configs), DeleteTopics v6 by topic id, a fetch parked on a topic that is then deleted, a topic
+deleted and created again under the same name, DescribeCluster's endpoint types, bad requests."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.embedded import Broker
+from tests.broker import _raw
+from tests.broker.test_fetch import _fetch
+
+TIMEOUT = timedelta(seconds=10)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with Broker(tmp_path_factory.mktemp("admin"), configs={"auto.create.topics.enable": "false"}) as b:
+        yield b
+
+
+def _create(sock, name, partitions=1, configs=(), version=7, replication_factor=-1, validate_only=False):
+    cls, mod = _raw.request_class(19, version)
+    topic = mod.CreatableTopic(
+        name=name,
+        num_partitions=partitions,
+        replication_factor=replication_factor,
+        assignments=(),
+        configs=tuple(mod.CreatableTopicConfig(name=k, value=v) for k, v in configs),
+    )
+    response = _raw.request(sock, cls(topics=(topic,), timeout=TIMEOUT, validate_only=validate_only))
+    return response.topics[0]
+
+
+def _delete_by_id(sock, topic_id):
+    cls, mod = _raw.request_class(20, 6)
+    request = cls(topics=(mod.DeleteTopicState(name=None, topic_id=topic_id),), timeout=TIMEOUT)
+    return _raw.request(sock, request).responses[0]
+
+
+def _metadata_topic_ids(sock):
+    cls, _ = _raw.request_class(3, 12)
+    response = _raw.request(
+        sock, cls(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    )
+    return {t.name: t.topic_id for t in response.topics}
+
+
+def test_create_topics_v7_answer_and_errors(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        created = _create(sock, "v7", 2, configs=[("retention.ms", "1234")])
+        assert created.error_code == ErrorCode.none and created.num_partitions == 2
+        assert created.replication_factor == 1
+        assert created.topic_id == _metadata_topic_ids(sock)["v7"] != uuid.UUID(int=0)
+        configs = {c.name: c for c in created.configs}
+        assert configs["retention.ms"].value == "1234" and configs["retention.ms"].config_source == 1
+        assert configs["segment.bytes"].config_source == 5
+        bad = _create(sock, "v7-bad", configs=[("retention.ms", "soon")])
+        assert bad.error_code == ErrorCode.invalid_config and "retention.ms" in bad.error_message
+        unknown = _create(sock, "v7-bad", configs=[("no.such.config", "1")])
+        assert unknown.error_code == ErrorCode.invalid_config
+        assert _create(sock, "v7-rf", replication_factor=2).error_code == ErrorCode.invalid_replication_factor
+        assert _create(sock, "v7-zero", partitions=0).error_code == ErrorCode.invalid_partitions
+        assert _create(sock, "a" * 250).error_code == ErrorCode.invalid_topic_exception
+        assert _create(sock, "v7.x").error_code == ErrorCode.none
+        assert _create(sock, "v7_x").error_code == ErrorCode.invalid_topic_exception  # collides with v7.x
+        checked = _create(sock, "v7-checked", 3, validate_only=True)
+        assert checked.error_code == ErrorCode.none and checked.num_partitions == 3
+        assert "v7-checked" not in _metadata_topic_ids(sock)
+        assert not broker.server.log_manager.has_topic("v7-checked")
+
+
+def test_delete_by_topic_id_and_recreate_gets_new_id(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        first = _create(sock, "by-id").topic_id
+        result = _delete_by_id(sock, first)
+        assert (result.error_code, result.name, result.topic_id) == (ErrorCode.none, "by-id", first)
+        assert "by-id" not in _metadata_topic_ids(sock)
+        assert _delete_by_id(sock, first).error_code == ErrorCode.unknown_topic_id
+        second = _create(sock, "by-id").topic_id
+        assert second != first and _metadata_topic_ids(sock)["by-id"] == second
+
+
+def test_parked_fetch_ends_when_topic_deleted(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock, _raw.connect(broker.bootstrap_servers) as admin:
+        _create(admin, "doomed")
+        result = {}
+
+        def fetch():
+            result["partition"] = _fetch(sock, "doomed", 0, version=12, max_wait_ms=8000)[1]
+            result["at"] = time.monotonic()
+
+        thread = threading.Thread(target=fetch)
+        thread.start()
+        time.sleep(0.3)
+        cls, _ = _raw.request_class(20, 5)
+        deleted_at = time.monotonic()
+        response = _raw.request(admin, cls(topic_names=("doomed",), timeout=TIMEOUT))
+        assert response.responses[0].error_code == ErrorCode.none
+        thread.join(10)
+        assert not thread.is_alive()
+        assert result["partition"].error_code == ErrorCode.unknown_topic_or_partition
+        assert result["at"] - deleted_at < 2
+
+
+def test_delete_records_and_create_partitions_errors(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "dr")
+        cls, mod = _raw.request_class(21, 2)
+        request = cls(
+            topics=(
+                mod.DeleteRecordsTopic(
+                    name="dr",
+                    partitions=(
+                        mod.DeleteRecordsPartition(partition_index=0, offset=1),
+                        mod.DeleteRecordsPartition(partition_index=7, offset=0),
+                    ),
+                ),
+            ),
+            timeout=TIMEOUT,
+        )
+        partitions = _raw.request(sock, request).topics[0].partitions
+        assert [(p.error_code, p.low_watermark) for p in partitions] == [
+            (ErrorCode.offset_out_of_range, -1),
+            (ErrorCode.unknown_topic_or_partition, -1),
+        ]
+        cls, mod = _raw.request_class(37, 3)
+        topics = (
+            mod.CreatePartitionsTopic(name="dr", count=1, assignments=None),
+            mod.CreatePartitionsTopic(name="nope", count=2, assignments=None),
+        )
+        results = _raw.request(sock, cls(topics=topics, timeout=TIMEOUT, validate_only=False)).results
+        assert [r.error_code for r in results] == [
+            ErrorCode.invalid_partitions,
+            ErrorCode.unknown_topic_or_partition,
+        ]
+
+
+def test_describe_cluster_endpoint_types(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        cls, _ = _raw.request_class(60, 1)
+        ok = _raw.request(sock, cls(include_cluster_authorized_operations=False, endpoint_type=1))
+        assert ok.error_code == ErrorCode.none and ok.controller_id == 1
+        assert [(b.broker_id, b.port) for b in ok.brokers] == [(1, broker.port)]
+        wrong = _raw.request(sock, cls(include_cluster_authorized_operations=False, endpoint_type=2))
+        assert wrong.error_code == ErrorCode.mismatched_endpoint_type
+
+
+def test_configs_of_unknown_topic_and_broker_alter_refused(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        cls, mod = _raw.request_class(32, 4)
+        resources = (
+            mod.DescribeConfigsResource(resource_type=2, resource_name="missing", configuration_keys=None),
+            mod.DescribeConfigsResource(resource_type=4, resource_name="99", configuration_keys=None),
+            mod.DescribeConfigsResource(resource_type=4, resource_name="1", configuration_keys=("node.id",)),
+        )
+        results = _raw.request(
+            sock, cls(resources=resources, include_synonyms=True, include_documentation=True)
+        ).results
+        assert [r.error_code for r in results] == [
+            ErrorCode.unknown_topic_or_partition,
+            ErrorCode.invalid_request,
+            ErrorCode.none,
+        ]
+        assert [(c.name, c.config_source, c.read_only) for c in results[2].configs] == [("node.id", 5, True)]
+        cls, mod = _raw.request_class(44, 1)
+        resource = mod.AlterConfigsResource(
+            resource_type=4,
+            resource_name="1",
+            configs=(mod.AlterableConfig(name="num.partitions", config_operation=0, value="3"),),
+        )
+        response = _raw.request(sock, cls(resources=(resource,), validate_only=False))
+        assert response.responses[0].error_code == ErrorCode.invalid_request

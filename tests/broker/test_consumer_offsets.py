@@ -1,0 +1,360 @@
+"""Committed offsets in ``__consumer_offsets``: Kafka's record layouts byte for byte, commits and
+fetches through real clients, durability across a restart and a kill -9, expiry to tombstones that
+the cleaner removes, OffsetFetch of several groups, OffsetDelete, and ``dump-log --offsets-decoder``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka as ck
+import pytest
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kio.schema.errors import ErrorCode as E
+
+from kafkalog.broker.embedded import Broker
+from kafkalog.broker.group.group_metadata_manager import GroupMetadataManager
+from kafkalog.broker.group.group_metadata_records import (
+    GroupMetadataValue,
+    MemberMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    encode_group_metadata_value,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
+)
+from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME, java_string_hash, partition_for
+from kafkalog.clock import MockTime
+from kafkalog.errors import CorruptRecordError
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.storage.cleaner.compact import compact_logs
+from kafkalog.storage.log_manager import LogManager
+from tests.broker import _raw
+
+CONFIG = {"offsets.topic.num.partitions": 3, "num.partitions": 2}
+pytestmark = pytest.mark.kafkalog_broker_config(CONFIG)
+
+
+def s16(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+# --- record layouts ----------------------------------------------------------------------------
+
+
+def test_offset_commit_key_and_value_layouts() -> None:
+    key = encode_offset_commit_key(OffsetCommitKey("g", "topic", 7))
+    assert key == struct.pack(">h", 1) + s16("g") + s16("topic") + struct.pack(">i", 7)
+    assert decode_key(key) == OffsetCommitKey("g", "topic", 7)
+    # Kafka 4 writes v3: offset, leaderEpoch, metadata, commitTimestamp
+    value = encode_offset_commit_value(OffsetCommitValue(42, 5, "m", 1_700_000_000_000))
+    assert value == struct.pack(">hqi", 3, 42, 5) + s16("m") + struct.pack(">q", 1_700_000_000_000)
+    # with an expire timestamp Kafka falls back to v1 (no leader epoch)
+    v1 = encode_offset_commit_value(OffsetCommitValue(42, 5, "", 10, 99))
+    assert v1 == struct.pack(">hq", 1, 42) + s16("") + struct.pack(">qq", 10, 99)
+    assert decode_offset_commit_value(v1) == OffsetCommitValue(42, -1, "", 10, 99)
+    # v0 and the flexible v4 (compact string, empty tagged fields) read too
+    v0 = struct.pack(">hq", 0, 8) + s16("x") + struct.pack(">q", 5)
+    assert decode_offset_commit_value(v0) == OffsetCommitValue(8, -1, "x", 5)
+    v4 = struct.pack(">hqi", 4, 8, 2) + bytes([2]) + b"x" + struct.pack(">q", 5) + b"\x00"
+    assert decode_offset_commit_value(v4) == OffsetCommitValue(8, 2, "x", 5)
+
+
+def test_group_metadata_value_layout() -> None:
+    member = MemberMetadataValue("m-1", "static-1", "cid", "/127.0.0.1", 300_000, 45_000, b"S", b"AS")
+    value = GroupMetadataValue("consumer", 3, "range", "m-1", 1234, (member,))
+    data = encode_group_metadata_value(value)
+    expected = (struct.pack(">h", 3) + s16("consumer") + struct.pack(">i", 3) + s16("range") + s16("m-1")
+                + struct.pack(">q", 1234) + struct.pack(">i", 1)
+                + s16("m-1") + s16("static-1") + s16("cid") + s16("/127.0.0.1")
+                + struct.pack(">iii", 300_000, 45_000, 1) + b"S" + struct.pack(">i", 2) + b"AS")
+    assert data == expected
+    assert decode_group_metadata_value(data) == value
+    empty = GroupMetadataValue("consumer", 4, None, None, 99)
+    assert decode_group_metadata_value(encode_group_metadata_value(empty)) == empty
+
+
+def test_forged_records_are_refused_without_allocation() -> None:
+    with pytest.raises(CorruptRecordError):
+        decode_key(struct.pack(">h", 9) + s16("g"))
+    with pytest.raises(CorruptRecordError):  # a member count far beyond the bytes present
+        decode_group_metadata_value(struct.pack(">h", 3) + s16("c") + struct.pack(">ihhq", 1, -1, -1, 0)
+                                    + struct.pack(">i", 2**31 - 1))
+    with pytest.raises(CorruptRecordError):
+        decode_offset_commit_value(struct.pack(">hq", 3, 1))
+
+
+def test_partition_for_matches_java_string_hash() -> None:
+    # values of java.lang.String.hashCode
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("Aa") == java_string_hash("BB") == 2112
+    assert java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE: Utils.abs gives 0
+    assert partition_for("polygenelubricants", 50) == 0
+    assert partition_for("hello", 50) == 99162322 % 50
+
+
+# --- through real clients -----------------------------------------------------------------------
+
+
+def _produce(bootstrap: str, topic: str, n: int) -> None:
+    producer = ck.Producer({"bootstrap.servers": bootstrap})
+    for i in range(n):
+        producer.produce(topic, b"v%d" % i, partition=i % 2)
+    assert producer.flush(10) == 0
+
+
+def _committed_ck(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        got = consumer.committed([ck.TopicPartition(topic, p) for p in (0, 1)], timeout=10)
+        return {tp.partition: tp.offset for tp in got}
+    finally:
+        consumer.close()
+
+
+def test_confluent_and_kafka_python_commits_survive_a_restart(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with Broker(data_dir, configs=CONFIG) as broker:
+        bootstrap = broker.bootstrap_servers
+        _produce(bootstrap, "orders", 10)
+        consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "ck-group",
+                                "enable.auto.commit": False})
+        consumer.assign([ck.TopicPartition("orders", 0, 0), ck.TopicPartition("orders", 1, 0)])
+        consumer.commit(offsets=[ck.TopicPartition("orders", 0, 3), ck.TopicPartition("orders", 1, 4)],
+                        asynchronous=False)
+        consumer.close()
+        kp = KafkaConsumer(bootstrap_servers=bootstrap, group_id="kp-group", enable_auto_commit=False)
+        kp.assign([TopicPartition("orders", 0), TopicPartition("orders", 1)])
+        kp.commit({TopicPartition("orders", 0): OffsetAndMetadata(2, "note", -1),
+                   TopicPartition("orders", 1): OffsetAndMetadata(5, "", -1)})
+        assert kp.committed(TopicPartition("orders", 0)) == 2
+        kp.close()
+        # an unknown group has nothing committed
+        assert _committed_ck(bootstrap, "nobody", "orders") == {0: ck.OFFSET_INVALID, 1: ck.OFFSET_INVALID}
+    with Broker(data_dir, configs=CONFIG) as broker:
+        bootstrap = broker.bootstrap_servers
+        assert _committed_ck(bootstrap, "ck-group", "orders") == {0: 3, 1: 4}
+        kp = KafkaConsumer(bootstrap_servers=bootstrap, group_id="kp-group", enable_auto_commit=False)
+        assert kp.committed(TopicPartition("orders", 0), metadata=True).metadata == "note"
+        assert kp.committed(TopicPartition("orders", 1)) == 5
+        kp.close()
+
+    # what is on disk is exactly the commits made, in Kafka's schema
+    out = subprocess.run(
+        [sys.executable, "-m", "kafkalog.cli", "dump-log", "--offsets-decoder", "--json",
+         *sorted(str(p) for p in data_dir.glob(f"{GROUP_METADATA_TOPIC_NAME}-*/*.log"))],
+        capture_output=True, text=True, timeout=60, check=True)
+    commits = {}
+    for line in out.stdout.splitlines():
+        if not line.strip():
+            continue
+        for item in json.loads(line)["batches"]:
+            for record in item.get("records", []):
+                key, payload = record["key"], record["payload"]
+                assert key["type"] == "1" and payload["version"] == "3"
+                commits[(key["data"]["group"], key["data"]["partition"])] = payload["data"]["offset"]
+    assert commits == {("ck-group", 0): 3, ("ck-group", 1): 4, ("kp-group", 0): 2, ("kp-group", 1): 5}
+
+
+def test_commit_to_an_unknown_partition_is_refused(kafkalog_broker: Any) -> None:
+    bootstrap = kafkalog_broker.bootstrap_servers
+    _produce(bootstrap, "known", 1)
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "g-unknown",
+                            "enable.auto.commit": False})
+    try:
+        with pytest.raises(ck.KafkaException) as info:
+            consumer.commit(offsets=[ck.TopicPartition("known", 9, 1)], asynchronous=False)
+        assert "UNKNOWN_TOPIC_OR_PART" in str(info.value) or "Unknown" in str(info.value)
+    finally:
+        consumer.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    args = [sys.executable, "-m", "kafkalog.cli", "serve", "--data-dir", str(data_dir), "--port", str(port),
+            "--config", "offsets.topic.num.partitions=3"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise AssertionError(proc.stderr.read().decode() if proc.stderr else "serve exited")
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("kafkalog serve did not listen within 30 s")
+
+
+def test_commits_survive_kill_9(tmp_path: Path) -> None:
+    data_dir, port = tmp_path / "data", _free_port()
+    proc = _serve(data_dir, port)
+    try:
+        bootstrap = f"127.0.0.1:{port}"
+        _produce(bootstrap, "events", 4)
+        consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "crashy",
+                                "enable.auto.commit": False})
+        for n in range(1, 6):  # several acknowledged commits; the last one must be what comes back
+            consumer.commit(offsets=[ck.TopicPartition("events", 0, n)], asynchronous=False)
+        consumer.close()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    proc = _serve(data_dir, port)
+    try:
+        assert _committed_ck(f"127.0.0.1:{port}", "crashy", "events")[0] == 5
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def test_offset_fetch_of_several_groups_and_offset_delete(kafkalog_broker: Any) -> None:
+    bootstrap = kafkalog_broker.bootstrap_servers
+    _produce(bootstrap, "multi", 2)
+    for group, offset in (("ga", 1), ("gb", 2)):
+        c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        c.commit(offsets=[ck.TopicPartition("multi", 0, offset)], asynchronous=False)
+        c.close()
+    host, port = bootstrap.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        cls, mod = _raw.request_class(ApiKey.OFFSET_FETCH, 8)
+        topics = (mod.OffsetFetchRequestTopics(name="multi", partition_indexes=(0, 1)),)
+        groups = tuple(mod.OffsetFetchRequestGroup(group_id=g, topics=topics) for g in ("ga", "gb", "gc"))
+        req = cls(groups=groups,
+                  require_stable=False)
+        resp = _raw.request(sock, req)
+        got = {g.group_id: {p.partition_index: p.committed_offset for t in g.topics for p in t.partitions}
+               for g in resp.groups}
+        assert got == {"ga": {0: 1, 1: -1}, "gb": {0: 2, 1: -1}, "gc": {0: -1, 1: -1}}
+
+        cls, mod = _raw.request_class(ApiKey.OFFSET_DELETE, 0)
+        req = cls(group_id="ga", topics=(mod.OffsetDeleteRequestTopic(
+            name="multi", partitions=(mod.OffsetDeleteRequestPartition(partition_index=0),)),))
+        resp = _raw.request(sock, req, correlation_id=2)
+        assert resp.error_code == E.none
+        assert resp.topics[0].partitions[0].error_code == E.none
+        resp = _raw.request(sock, cls(group_id="never-seen", topics=()), correlation_id=3)
+        assert resp.error_code == E.group_id_not_found
+    assert _committed_ck(bootstrap, "ga", "multi")[0] == ck.OFFSET_INVALID
+    assert _committed_ck(bootstrap, "gb", "multi")[0] == 2
+
+
+def test_offsets_topic_is_internal_and_compacted(kafkalog_broker: Any) -> None:
+    bootstrap = kafkalog_broker.bootstrap_servers
+    _produce(bootstrap, "t", 1)
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "meta", "enable.auto.commit": False})
+    c.commit(offsets=[ck.TopicPartition("t", 0, 1)], asynchronous=False)
+    c.close()
+    log_manager = kafkalog_broker.server.log_manager
+    config = log_manager.topic_config(GROUP_METADATA_TOPIC_NAME)
+    assert config.cleanup_policy == ("compact",)
+    assert log_manager.partitions(GROUP_METADATA_TOPIC_NAME) == [0, 1, 2]
+
+
+# --- expiry, tombstones, compaction --------------------------------------------------------------
+
+
+def test_expired_offsets_become_tombstones_that_compaction_removes(tmp_path: Path) -> None:
+    clock = MockTime(1_700_000_000_000)
+    retention = 60_000
+
+    async def scenario() -> None:
+        with LogManager(tmp_path / "data", time=clock) as log_manager:
+            log_manager.create_topic("t", 1)
+            manager = GroupMetadataManager(log_manager, num_partitions=1, retention_ms=retention, time=clock)
+            manager.load()
+            for offset in range(1, 4):
+                commit = OffsetCommitValue(offset, -1, "", clock.milliseconds())
+                errors = await manager.store_offsets("old", {("t", 0): commit})
+                assert errors == {("t", 0): 0}
+            clock.sleep(retention // 2)
+            young = OffsetCommitValue(7, -1, "", clock.milliseconds())
+            await manager.store_offsets("young", {("t", 0): young})
+            clock.sleep(retention // 2 + 1)
+            # "old" has no members (unknown to a coordinator): expired; "young" not yet
+            assert await manager.cleanup_expired_offsets(lambda group: None) == 1
+            assert manager.get_offsets("old") == {}
+            assert manager.get_offsets("young") == {("t", 0): young}
+            offsets_log = log_manager.get_log(GROUP_METADATA_TOPIC_NAME, 0)
+            before = [(r.key, r.value) for r in offsets_log.records(0)]
+            assert len(before) == 5 and before[-1][1] is None  # 3 + 1 commits, then the tombstone
+            log_manager.alter_topic_config(GROUP_METADATA_TOPIC_NAME, {"segment.bytes": "1048576",
+                                                                       "min.cleanable.dirty.ratio": "0.01"})
+            offsets_log.roll()
+            compact_logs(log_manager, GROUP_METADATA_TOPIC_NAME)
+            after = [(r.key, r.value) for r in offsets_log.records(offsets_log.log_start_offset)]
+            # the superseded commits of "old" are gone; its tombstone stays for delete.retention.ms
+            assert len(after) == 2 and after[0][1] is not None and after[1][1] is None
+        # a fresh manager reads the same state back
+        with LogManager(tmp_path / "data", time=clock) as log_manager:
+            manager = GroupMetadataManager(log_manager, num_partitions=1, retention_ms=retention, time=clock)
+            manager.load()
+            assert manager.group_ids_with_offsets() == {"young"}
+
+    asyncio.run(scenario())
+
+
+def test_dump_log_offsets_decoder_text(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        with LogManager(tmp_path / "data") as log_manager:
+            manager = GroupMetadataManager(log_manager, num_partitions=1)
+            member = MemberMetadataValue("m", None, "c", "/h", 1000, 1000, b"s", b"a")
+            value = GroupMetadataValue("consumer", 1, "range", "m", 5, (member,))
+            assert await manager.store_group("grp", value) == 0
+            await manager.store_offsets("grp", {("t", 0): OffsetCommitValue(3, 0, "", 9)})
+            assert await manager.delete_group("grp") == 0
+
+    asyncio.run(scenario())
+    log_file = next((tmp_path / "data" / f"{GROUP_METADATA_TOPIC_NAME}-0").glob("*.log"))
+    command = [sys.executable, "-m", "kafkalog.cli", "dump-log", "--offsets-decoder", str(log_file)]
+    out = subprocess.run(command,
+                         capture_output=True, text=True, timeout=60, check=True, env={**os.environ})
+    lines = [line for line in out.stdout.splitlines() if "key:" in line]
+    group_key = 'key: {"type":"2","data":{"group":"grp"}}'
+    offset_key = 'key: {"type":"1","data":{"group":"grp","topic":"t","partition":0}}'
+    assert len(lines) == 4
+    assert f'{group_key} payload: {{"version":"3","data":{{"protocolType":"consumer"' in lines[0]
+    assert f'{offset_key} payload: {{"version":"3","data":{{"offset":3,"leaderEpoch":0,' in lines[1]
+    assert lines[2].endswith(f"{offset_key} payload: <DELETE>")
+    assert lines[3].endswith(f"{group_key} payload: <DELETE>")
+
+
+def test_deleting_a_topic_drops_its_offsets_and_the_offsets_topic_is_internal(kafkalog_broker: Any) -> None:
+    bootstrap = kafkalog_broker.bootstrap_servers
+    _produce(bootstrap, "doomed", 2)
+    _produce(bootstrap, "kept", 2)
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "deleter", "enable.auto.commit": False})
+    c.commit(offsets=[ck.TopicPartition("doomed", 0, 1), ck.TopicPartition("kept", 0, 1)], asynchronous=False)
+    c.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics(["doomed"])["doomed"].result(10)
+    manager = kafkalog_broker.server.apis.components["group_metadata_manager"]
+    assert manager.get_offsets("deleter") == {("kept", 0): manager.get_offsets("deleter")[("kept", 0)]}
+    host, port = bootstrap.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        cls, _ = _raw.request_class(ApiKey.METADATA, 12)
+        resp = _raw.request(sock, cls(topics=None, allow_auto_topic_creation=False,
+                                      include_topic_authorized_operations=False))
+        internal = {t.name: t.is_internal for t in resp.topics}
+    assert internal[GROUP_METADATA_TOPIC_NAME] is True and internal["kept"] is False
