@@ -18,12 +18,7 @@ import uuid
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from kafkalog.protocol.primitives import (
-    write_compact_array_len,
-    write_compact_string,
-    write_string,
-    write_uvarint,
-)
+from kafkalog.protocol.primitives import write_array_len, write_topic_key, write_uvarint
 
 __all__ = [
     "FetchPartitionResult",
@@ -98,37 +93,18 @@ def encode_fetch_response(
         if version >= 7
         else _I32.pack(throttle_time_ms)
     )
-    if flexible:
-        write_compact_array_len(out, len(topics))
-    else:
-        out += _I32.pack(len(topics))
+    write_array_len(out, len(topics), flexible)
     for topic in topics:
-        if version >= FIRST_TOPIC_ID:
-            out += (topic.topic_id or uuid.UUID(int=0)).bytes
-        elif flexible:
-            write_compact_string(out, topic.name or "")
-        else:
-            write_string(out, topic.name or "")
+        write_topic_key(out, topic.name, topic.topic_id, version >= FIRST_TOPIC_ID, flexible)
         partitions = topic.partitions
-        if flexible:
-            write_compact_array_len(out, len(partitions))
-        else:
-            out += _I32.pack(len(partitions))
+        write_array_len(out, len(partitions), flexible)
         for p in partitions:
             out += _PARTITION.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)
             if version >= 5:
                 out += _I64.pack(p.log_start_offset)
             aborted = p.aborted_transactions
-            if aborted is None:
-                if flexible:
-                    out.append(0)
-                else:
-                    out += _I32.pack(-1)
-            else:
-                if flexible:
-                    write_compact_array_len(out, len(aborted))
-                else:
-                    out += _I32.pack(len(aborted))
+            write_array_len(out, None if aborted is None else len(aborted), flexible)
+            if aborted is not None:
                 for producer_id, first_offset in aborted:
                     out += _ABORTED.pack(producer_id, first_offset)
                     if flexible:

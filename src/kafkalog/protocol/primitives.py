@@ -11,8 +11,11 @@ from kafkalog.errors import InvalidRequestError
 
 __all__ = [
     "Reader",
+    "write_array_len",
     "write_compact_array_len",
     "write_compact_nullable_string",
+    "write_nullable_string",
+    "write_topic_key",
     "write_compact_string",
     "write_string",
     "write_uvarint",
@@ -144,3 +147,30 @@ def write_compact_nullable_string(out: bytearray, text: str | None) -> None:
         out.append(0)
     else:
         write_compact_string(out, text)
+
+
+def write_nullable_string(out: bytearray, text: str | None) -> None:
+    if text is None:
+        out += _I16.pack(-1)
+    else:
+        write_string(out, text)
+
+
+def write_array_len(out: bytearray, n: int | None, flexible: bool) -> None:
+    """An array's length: a compact varint (n + 1) in flexible versions, else an INT32 (-1 for null)."""
+    if flexible:
+        write_compact_array_len(out, n)
+    else:
+        out += _I32.pack(-1 if n is None else n)
+
+
+def write_topic_key(
+    out: bytearray, name: str | None, topic_id: uuid.UUID | None, by_id: bool, flexible: bool
+) -> None:
+    """A response topic's key: its id (from the version that names topics by id), else its name."""
+    if by_id:
+        out += (topic_id or uuid.UUID(int=0)).bytes
+    elif flexible:
+        write_compact_string(out, name or "")
+    else:
+        write_string(out, name or "")

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kafkalog.protocol.primitives import (
-    write_compact_array_len,
+    write_array_len,
     write_compact_nullable_string,
-    write_compact_string,
-    write_string,
+    write_nullable_string,
+    write_topic_key,
 )
 
 __all__ = ["PartitionProduceResult", "TopicProduceResult", "encode_produce_response"]
@@ -28,7 +28,6 @@ __all__ = ["PartitionProduceResult", "TopicProduceResult", "encode_produce_respo
 FIRST_FLEXIBLE = 9
 FIRST_TOPIC_ID = 13
 
-_I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PARTITION = struct.Struct(">ihqq")
 _I64 = struct.Struct(">q")
@@ -50,56 +49,35 @@ class TopicProduceResult(NamedTuple):
     partitions: Sequence[PartitionProduceResult]
 
 
-def _nullable_string(out: bytearray, text: str | None) -> None:
-    if text is None:
-        out += _I16.pack(-1)
-    else:
-        write_string(out, text)
-
-
 def encode_produce_response(
     version: int, topics: Sequence[TopicProduceResult], throttle_time_ms: int = 0
 ) -> bytes:
     """The response body (no header)."""
     flexible = version >= FIRST_FLEXIBLE
     out = bytearray()
-    if flexible:
-        write_compact_array_len(out, len(topics))
-    else:
-        out += _I32.pack(len(topics))
+    write_array_len(out, len(topics), flexible)
     for topic in topics:
-        if version >= FIRST_TOPIC_ID:
-            out += (topic.topic_id or uuid.UUID(int=0)).bytes
-        elif flexible:
-            write_compact_string(out, topic.name or "")
-        else:
-            write_string(out, topic.name or "")
+        write_topic_key(out, topic.name, topic.topic_id, version >= FIRST_TOPIC_ID, flexible)
         partitions = topic.partitions
-        if flexible:
-            write_compact_array_len(out, len(partitions))
-        else:
-            out += _I32.pack(len(partitions))
+        write_array_len(out, len(partitions), flexible)
         for p in partitions:
             out += _PARTITION.pack(p.partition_index, p.error_code, p.base_offset, p.log_append_time_ms)
             if version >= 5:
                 out += _I64.pack(p.log_start_offset)
             if version >= 8:
                 errors = p.record_errors
-                if flexible:
-                    write_compact_array_len(out, len(errors))
-                else:
-                    out += _I32.pack(len(errors))
+                write_array_len(out, len(errors), flexible)
                 for batch_index, message in errors:
                     out += _I32.pack(batch_index)
                     if flexible:
                         write_compact_nullable_string(out, message)
                         out.append(0)
                     else:
-                        _nullable_string(out, message)
+                        write_nullable_string(out, message)
                 if flexible:
                     write_compact_nullable_string(out, p.error_message)
                 else:
-                    _nullable_string(out, p.error_message)
+                    write_nullable_string(out, p.error_message)
             if flexible:
                 out.append(0)
         if flexible:
