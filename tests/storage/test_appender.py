@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalog.errors import LogDirLockedError, UnknownTopicOrPartitionError
+from kafkalog.errors import InvalidTopicError, LogDirLockedError, UnknownTopicOrPartitionError
 from kafkalog.records.memory import MemoryRecords
 from kafkalog.records.types import CompressionType, SimpleRecord
 from kafkalog.storage.appender import (
@@ -198,6 +198,16 @@ def test_a_locked_but_unused_partition_does_not_force_recovery(data_dir: Path) -
     assert recovery_decision(data_dir / "t-0", 5, True) == (1, False)
     (data_dir / "t-0" / APPEND_LOCK_FILE).write_bytes(b"garbage")
     assert recovery_decision(data_dir / "t-0", 5, True) == (0, False)
+
+
+def test_partition_directory_names_cannot_escape_the_data_dir(data_dir: Path) -> None:
+    # The directory name comes from log_file_utils, which validates the topic: a name like "../x"
+    # must be refused, not resolved to a directory beside the data directory.
+    outside = data_dir.parent / "x-0"
+    outside.mkdir()
+    with pytest.raises(InvalidTopicError), open_log_for_append(data_dir, "../x", 0):
+        pass
+    assert list(outside.iterdir()) == []  # nothing locked or written there
 
 
 def test_unknown_partitions_and_partition_listing(data_dir: Path) -> None:

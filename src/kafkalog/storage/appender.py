@@ -50,6 +50,7 @@ from kafkalog.storage.checkpoint import (
 from kafkalog.storage.config import LogConfig, read_topic_configs
 from kafkalog.storage.dir_lock import DataDirLock
 from kafkalog.storage.log import Log
+from kafkalog.storage.log_file_utils import topic_partition_dir_name
 from kafkalog.storage.partition_dirs import list_topic_partitions
 from kafkalog.storage.recovery_report import RecoveryReport
 
@@ -220,7 +221,7 @@ class PartitionAppender:
         return list(self._reports)
 
     def _partition_dir(self, partition: int) -> Path:
-        return self._dir / f"{self._topic}-{partition}"
+        return self._dir / topic_partition_dir_name(self._topic, partition)
 
     def log(self, partition: int) -> Log:
         """The partition's log, opened (and recovered if the protocol says so) on first use."""
