@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalog.broker.group.group_coordinator import GroupConfig, GroupCoordinator
-from kafkalog.broker.handlers import register_component
+from kafkalog.broker.handlers import component, register_component
 
 __all__ = ["GROUP_COORDINATOR", "group_coordinator"]
 
@@ -22,7 +22,5 @@ register_component(GROUP_COORDINATOR, _build)
 
 def group_coordinator(apis: Any) -> GroupCoordinator:
     """The broker's coordinator (built here if the ``KafkaApis`` was made without it, e.g. in a test)."""
-    coordinator: GroupCoordinator | None = apis.components.get(GROUP_COORDINATOR)
-    if coordinator is None:
-        coordinator = apis.components[GROUP_COORDINATOR] = _build(apis)
+    coordinator: GroupCoordinator = component(apis, GROUP_COORDINATOR)
     return coordinator

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalog.broker.group.group_metadata_manager import GroupMetadataManager
-from kafkalog.broker.handlers import register_component
+from kafkalog.broker.handlers import component, register_component
 from kafkalog.records import CompressionType
 
 __all__ = ["GROUP_METADATA_MANAGER", "group_metadata_manager"]
@@ -34,7 +34,5 @@ register_component(GROUP_METADATA_MANAGER, _build)
 
 def group_metadata_manager(apis: Any) -> GroupMetadataManager:
     """The broker's manager (built here if the ``KafkaApis`` was made without it, e.g. in a test)."""
-    manager: GroupMetadataManager | None = apis.components.get(GROUP_METADATA_MANAGER)
-    if manager is None:
-        manager = apis.components[GROUP_METADATA_MANAGER] = _build(apis)
+    manager: GroupMetadataManager = component(apis, GROUP_METADATA_MANAGER)
     return manager

@@ -23,7 +23,7 @@ from typing import Any
 from kafkalog.protocol.api_keys import API_KEYS
 
 __all__ = ["COMPONENT_FACTORIES", "HANDLERS", "ApiHandler", "handles", "load_handlers", "register",
-           "register_component"]
+           "component", "register_component"]
 
 Decoder = Callable[[memoryview, int, int], Any]  # (frame, body offset, version) -> request body
 Handle = Callable[[Any, Any, Any], Awaitable[Any]]
@@ -56,6 +56,15 @@ COMPONENT_FACTORIES: dict[str, Callable[[Any], Any]] = {}
 
 def register_component(name: str, factory: Callable[[Any], Any]) -> None:
     COMPONENT_FACTORIES[name] = factory
+
+
+def component(apis: Any, name: str) -> Any:
+    """``apis.components[name]``, built by its registered factory if the ``KafkaApis`` was made
+    without it (e.g. in a test)."""
+    found = apis.components.get(name)
+    if found is None:
+        found = apis.components[name] = COMPONENT_FACTORIES[name](apis)
+    return found
 
 
 def register(handler: ApiHandler) -> None:
