@@ -31,6 +31,7 @@ GROUP_CONFIG = {
     "num.partitions": PARTITIONS,
     "group.initial.rebalance.delay.ms": 0,
     "group.min.session.timeout.ms": 100,
+    "offsets.topic.num.partitions": 1,  # one __consumer_offsets partition to create: faster tests
 }
 pytestmark = pytest.mark.kafkalog_broker_config(GROUP_CONFIG)
 DEADLINE_S = 60.0
