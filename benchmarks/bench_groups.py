@@ -16,10 +16,8 @@ Run: ``.venv/bin/python benchmarks/bench_groups.py`` (about half a minute).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -30,24 +28,11 @@ from kafka import KafkaProducer
 
 from kafkalog.broker.embedded import Broker
 from kafkalog.broker.group.group_coordinator import GroupConfig, GroupCoordinator
-from kafkalog.broker.handlers import HANDLERS, load_handlers
-from kafkalog.protocol.api_keys import ApiKey
 
 PARTITIONS = 6
 MEMBERS = 3
 ROUNDS = 5
 TIMEOUT_S = 30.0
-
-
-def _offsets_handlers() -> contextlib.AbstractContextManager[object]:
-    """The broker's OffsetCommit/OffsetFetch, or the tests' in-memory stand-in while they are missing."""
-    load_handlers()
-    if ApiKey.OFFSET_FETCH in HANDLERS:
-        return contextlib.nullcontext()
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.broker._offsets_fake import offsets_fallback
-
-    return offsets_fallback()
 
 
 def _first_records(consumers: list[ck.Consumer]) -> float:
@@ -110,7 +95,7 @@ def bench_rebalance() -> list[dict]:
     workdir = Path(tempfile.mkdtemp(prefix="kafkalog-bench-groups-"))
     configs = {"num.partitions": PARTITIONS, "group.initial.rebalance.delay.ms": 0}
     try:
-        with _offsets_handlers(), Broker(workdir / "data", configs=configs) as broker:
+        with Broker(workdir / "data", configs=configs) as broker:
             bootstrap = broker.bootstrap_servers
             topic = "bench-groups"
             producer = KafkaProducer(bootstrap_servers=bootstrap)

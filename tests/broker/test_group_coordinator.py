@@ -4,15 +4,12 @@ offset-commit validation and persistence through a fake GroupMetadataManager."""
 from __future__ import annotations
 
 import asyncio
-import sys
-import types
-from dataclasses import dataclass
 from typing import Any
 
-import pytest
 from kio.schema.errors import ErrorCode as E
 
 from kafkalog.broker.group.group_coordinator import GroupConfig, GroupCoordinator
+from kafkalog.broker.group.group_metadata_records import GroupMetadataValue, MemberMetadataValue
 
 PROTO = [("range", b"sub-range"), ("roundrobin", b"sub-rr")]
 FAST = GroupConfig(min_session_timeout_ms=10, max_session_timeout_ms=60000, initial_rebalance_delay_ms=0)
@@ -320,29 +317,12 @@ def test_shutdown_answers_parked_joins():
     run(main())
 
 
-# --- persistence through the GroupMetadataManager interface (fake until the offsets work lands) ---
+# --- persistence through the GroupMetadataManager interface (a fake manager; the real one is tested
+# in test_consumer_offsets.py and end to end by the client tests) ---
 
 
-@dataclass(frozen=True)
-class _MemberValue:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout: int
-    session_timeout: int
-    subscription: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True)
-class _GroupValue:
-    protocol_type: str
-    generation: int
-    protocol: str | None
-    leader: str | None
-    current_state_timestamp: int
-    members: tuple[_MemberValue, ...]
+_MemberValue = MemberMetadataValue
+_GroupValue = GroupMetadataValue
 
 
 class FakeManager:
@@ -377,19 +357,7 @@ class FakeManager:
         return set(self.offsets)
 
 
-@pytest.fixture
-def records_module(monkeypatch):
-    """The value classes from group_metadata_records; a stand-in until that module exists."""
-    try:
-        import kafkalog.broker.group.group_metadata_records as real  # noqa: F401
-    except ImportError:
-        fake = types.ModuleType("kafkalog.broker.group.group_metadata_records")
-        fake.GroupMetadataValue = _GroupValue
-        fake.MemberMetadataValue = _MemberValue
-        monkeypatch.setitem(sys.modules, fake.__name__, fake)
-
-
-def test_assignment_is_stored_before_sync_answers(records_module):
+def test_assignment_is_stored_before_sync_answers():
     async def main():
         manager = FakeManager()
         c = GroupCoordinator(FAST, {"group_metadata_manager": manager})
@@ -421,7 +389,7 @@ def test_assignment_is_stored_before_sync_answers(records_module):
     run(main())
 
 
-def test_groups_are_loaded_once_and_offsets_only_groups_listed(records_module):
+def test_groups_are_loaded_once_and_offsets_only_groups_listed():
     async def main():
         member = _MemberValue("m-1", None, "cid", "/10.0.0.1", 300000, 10000, b"sub", b"asg")
         loaded = {

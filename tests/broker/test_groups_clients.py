@@ -11,7 +11,7 @@ import datetime
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import aiokafka
@@ -24,7 +24,6 @@ from kio.schema.errors import ErrorCode as E
 from kafkalog.broker.request import nested_type
 from kafkalog.protocol.api_keys import ApiKey
 from tests.broker import _raw
-from tests.broker._offsets_fake import offsets_fallback
 from tests.broker.test_groups_protocol import join_req, sync_req
 
 PARTITIONS = 6
@@ -32,15 +31,10 @@ GROUP_CONFIG = {
     "num.partitions": PARTITIONS,
     "group.initial.rebalance.delay.ms": 0,
     "group.min.session.timeout.ms": 100,
+    "offsets.topic.num.partitions": 1,  # one __consumer_offsets partition to create: faster tests
 }
 pytestmark = pytest.mark.kafkalog_broker_config(GROUP_CONFIG)
 DEADLINE_S = 60.0
-
-
-@pytest.fixture(autouse=True)
-def _offsets() -> Iterator[None]:
-    with offsets_fallback():
-        yield
 
 
 def produce(bootstrap: str, topic: str, start: int, count: int) -> list[bytes]:

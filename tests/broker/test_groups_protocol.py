@@ -15,7 +15,11 @@ from kafkalog.protocol.api_keys import ApiKey
 from tests.broker import _raw
 
 pytestmark = pytest.mark.kafkalog_broker_config(
-    {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100}
+    {
+        "group.initial.rebalance.delay.ms": 0,
+        "group.min.session.timeout.ms": 100,
+        "offsets.topic.num.partitions": 1,
+    }
 )
 
 SECOND = datetime.timedelta(seconds=1)
@@ -251,3 +255,25 @@ def test_describe_list_delete_on_the_wire(kafkalog_broker):
             body = req(ApiKey.DELETE_GROUPS, version, groups_names=("d",))
             expected = E.none if version == 0 else E.group_id_not_found
             assert _raw.request(sock, body).results[0].error_code == expected
+
+
+def test_group_survives_a_broker_restart(tmp_path):
+    """The assignment stored in __consumer_offsets brings the group back Stable with its member."""
+    from kafkalog.broker.embedded import Broker
+
+    configs = {
+        "group.initial.rebalance.delay.ms": 0,
+        "group.min.session.timeout.ms": 100,
+        "offsets.topic.num.partitions": 1,  # fewer partition directories: a faster restart
+    }
+    with Broker(tmp_path / "data", configs=configs) as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        r = full_join(sock, 5, "kept")
+        assert _raw.request(sock, sync_req(3, r, "kept", {r.member_id: b"mine"})).error_code == E.none
+    with Broker(tmp_path / "data", configs=configs) as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        body = req(ApiKey.DESCRIBE_GROUPS, 5, groups=("kept",), include_authorized_operations=False)
+        (group,) = _raw.request(sock, body).groups
+        assert (group.group_state, group.protocol_data) == ("Stable", "range")
+        assert [(m.member_id, m.member_assignment) for m in group.members] == [(r.member_id, b"mine")]
+        assert heartbeat(sock, 4, "kept", r.generation_id, r.member_id) == E.none
+        s = _raw.request(sock, sync_req(5, r, "kept"))
+        assert (s.error_code, s.assignment) == (E.none, b"mine")

@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.group.delayed_join import DelayedJoin
 from kafkalog.broker.group.group_metadata import GroupMetadata
+from kafkalog.broker.group.group_metadata_records import GroupMetadataValue, MemberMetadataValue
 from kafkalog.broker.group.group_state import GroupState
 from kafkalog.broker.group.member_metadata import JoinResult, MemberMetadata, SyncResult
 
@@ -127,12 +128,7 @@ class GroupCoordinator:
         group.leader_id = value.leader
         return group
 
-    def _value(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> Any:
-        from kafkalog.broker.group.group_metadata_records import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
-            GroupMetadataValue,
-            MemberMetadataValue,
-        )
-
+    def _value(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> GroupMetadataValue:
         protocol = group.protocol_name
         return GroupMetadataValue(
             protocol_type=group.protocol_type or "",
