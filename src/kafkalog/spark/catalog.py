@@ -63,10 +63,12 @@ def open_partition(path: str, topic: str, partition: int, *,
     ``data_location`` (default: resolved from ``path``)."""
     from kafkalog.storage.config import LogConfig
     from kafkalog.storage.log import Log
+    from kafkalog.storage.log_file_utils import topic_partition_dir_name
 
     if fs is None or root is None:
         fs, root = data_location(path)
-    directory = root / f"{topic}-{partition}"
+    # the validated name: a topic like "../x" must not reach outside the data directory
+    directory = root / topic_partition_dir_name(topic, partition)
     if not fs.is_dir(directory):
         raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist in {path}")
     if topic_configs is None:
