@@ -25,10 +25,14 @@ struct):
 
 from __future__ import annotations
 
+import functools
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from kafkalog.errors import CorruptRecordError
+from kafkalog.errors import CorruptRecordError, InvalidRequestError
+from kafkalog.protocol.primitives import Reader, write_nullable_string, write_string
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
@@ -55,6 +59,7 @@ _OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 _GROUP_METADATA_VALUE_VERSION = 3
 _MAX_VALUE_VERSION = 4
 _FLEXIBLE_FROM = 4
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,233 +108,176 @@ class GroupMetadataValue:
 # --- writing ---------------------------------------------------------------------------------------
 
 
-class _Writer:
-    __slots__ = ("out",)
-
-    def __init__(self, version: int) -> None:
-        self.out = bytearray(struct.pack(">h", version))
-
-    def int16(self, v: int) -> None:
-        self.out += struct.pack(">h", v)
-
-    def int32(self, v: int) -> None:
-        self.out += struct.pack(">i", v)
-
-    def int64(self, v: int) -> None:
-        self.out += struct.pack(">q", v)
-
-    def string(self, v: str | None) -> None:
-        if v is None:
-            self.int16(-1)
-            return
-        data = v.encode()
-        if len(data) > 0x7FFF:
-            raise ValueError(f"string of {len(data)} bytes does not fit an int16 length")
-        self.int16(len(data))
-        self.out += data
-
-    def bytes_(self, v: bytes) -> None:
-        self.int32(len(v))
-        self.out += v
+def _versioned(version: int) -> bytearray:
+    return bytearray(struct.pack(">h", version))
 
 
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
-    w = _Writer(OFFSET_COMMIT_KEY_VERSION)
-    w.string(key.group)
-    w.string(key.topic)
-    w.int32(key.partition)
-    return bytes(w.out)
+    out = _versioned(OFFSET_COMMIT_KEY_VERSION)
+    write_string(out, key.group)
+    write_string(out, key.topic)
+    out += struct.pack(">i", key.partition)
+    return bytes(out)
 
 
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
     """v3, or v1 when the commit has an expire timestamp (as Kafka chooses)."""
     if value.expire_timestamp >= 0:
-        w = _Writer(_OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY)
-        w.int64(value.offset)
-        w.string(value.metadata)
-        w.int64(value.commit_timestamp)
-        w.int64(value.expire_timestamp)
-        return bytes(w.out)
-    w = _Writer(_OFFSET_COMMIT_VALUE_VERSION)
-    w.int64(value.offset)
-    w.int32(value.leader_epoch)
-    w.string(value.metadata)
-    w.int64(value.commit_timestamp)
-    return bytes(w.out)
+        out = _versioned(_OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY)
+        out += struct.pack(">q", value.offset)
+        write_string(out, value.metadata)
+        out += struct.pack(">qq", value.commit_timestamp, value.expire_timestamp)
+        return bytes(out)
+    out = _versioned(_OFFSET_COMMIT_VALUE_VERSION)
+    out += struct.pack(">qi", value.offset, value.leader_epoch)
+    write_string(out, value.metadata)
+    out += struct.pack(">q", value.commit_timestamp)
+    return bytes(out)
 
 
 def encode_group_metadata_key(group: str) -> bytes:
-    w = _Writer(GROUP_METADATA_KEY_VERSION)
-    w.string(group)
-    return bytes(w.out)
+    out = _versioned(GROUP_METADATA_KEY_VERSION)
+    write_string(out, group)
+    return bytes(out)
 
 
 def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
-    w = _Writer(_GROUP_METADATA_VALUE_VERSION)
-    w.string(value.protocol_type)
-    w.int32(value.generation)
-    w.string(value.protocol)
-    w.string(value.leader)
-    w.int64(value.current_state_timestamp)
-    w.int32(len(value.members))
+    out = _versioned(_GROUP_METADATA_VALUE_VERSION)
+    write_string(out, value.protocol_type)
+    out += struct.pack(">i", value.generation)
+    write_nullable_string(out, value.protocol)
+    write_nullable_string(out, value.leader)
+    out += struct.pack(">qi", value.current_state_timestamp, len(value.members))
     for m in value.members:
-        w.string(m.member_id)
-        w.string(m.group_instance_id)
-        w.string(m.client_id)
-        w.string(m.client_host)
-        w.int32(m.rebalance_timeout)
-        w.int32(m.session_timeout)
-        w.bytes_(m.subscription)
-        w.bytes_(m.assignment)
-    return bytes(w.out)
+        write_string(out, m.member_id)
+        write_nullable_string(out, m.group_instance_id)
+        write_string(out, m.client_id)
+        write_string(out, m.client_host)
+        out += struct.pack(">ii", m.rebalance_timeout, m.session_timeout)
+        out += struct.pack(">i", len(m.subscription)) + m.subscription
+        out += struct.pack(">i", len(m.assignment)) + m.assignment
+    return bytes(out)
 
 
-# --- reading (untrusted bytes: every length is checked against what is there) ---------------------
+# --- reading (untrusted bytes: protocol's bounds-checked Reader; its errors become CorruptRecordError) -
 
 
-class _Reader:
-    __slots__ = ("buf", "flexible", "pos", "what")
+class _Fields:
+    """The version-dependent field readers over ``protocol.primitives.Reader``: flexible versions
+    (4+) use compact lengths and end each struct with tagged fields."""
 
-    def __init__(self, buf: bytes | memoryview, what: str) -> None:
-        self.buf = bytes(buf)
-        self.pos = 0
+    __slots__ = ("flexible", "r", "version", "what")
+
+    def __init__(self, data: bytes | memoryview, what: str, highest_version: int | None) -> None:
+        self.r = Reader(memoryview(data))
         self.what = what
         self.flexible = False
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise CorruptRecordError(
-                f"{self.what}: needs {n} bytes at position {self.pos}, has {len(self.buf) - self.pos}"
-            )
-        chunk = self.buf[self.pos : self.pos + n]
-        self.pos += n
-        return chunk
-
-    def int16(self) -> int:
-        return int(struct.unpack(">h", self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(struct.unpack(">i", self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(struct.unpack(">q", self._take(8))[0])
-
-    def uvarint(self) -> int:
-        result = shift = 0
-        while True:
-            b = self._take(1)[0]
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 28:
-                raise CorruptRecordError(f"{self.what}: varint longer than 5 bytes at {self.pos}")
-
-    def _length(self, fixed: int) -> int:
-        return self.uvarint() - 1 if self.flexible else (self.int16() if fixed == 2 else self.int32())
+        self.version = -1
+        if highest_version is not None:
+            version = self.r.int16()
+            if not 0 <= version <= highest_version:
+                raise CorruptRecordError(f"{what}: unknown version {version}")
+            self.version = version
+            self.flexible = version >= _FLEXIBLE_FROM
 
     def nullable_string(self) -> str | None:
-        n = self._length(2)
-        if n < 0:
-            return None
-        try:
-            return self._take(n).decode()
-        except UnicodeDecodeError as e:
-            raise CorruptRecordError(f"{self.what}: string is not UTF-8 at {self.pos - n}") from e
+        return self.r.compact_nullable_string() if self.flexible else self.r.nullable_string()
 
     def string(self) -> str:
         s = self.nullable_string()
         if s is None:
-            raise CorruptRecordError(f"{self.what}: null where a string is required at {self.pos}")
+            raise CorruptRecordError(f"{self.what}: null where a string is required at {self.r.pos}")
         return s
 
     def bytes_(self) -> bytes:
-        n = self._length(4)
+        n = self.r.uvarint() - 1 if self.flexible else self.r.int32()
         if n < 0:
-            raise CorruptRecordError(f"{self.what}: null where bytes are required at {self.pos}")
-        return self._take(n)
+            raise CorruptRecordError(f"{self.what}: null where bytes are required at {self.r.pos}")
+        return bytes(self.r.bytes_view(n))
 
     def array_length(self) -> int:
-        n = self._length(4)
-        # each element takes at least one byte: a longer count cannot be honest
-        if n < 0 or n > len(self.buf) - self.pos:
-            raise CorruptRecordError(f"{self.what}: array of {n} elements at {self.pos} does not fit")
+        n = self.r.array_len(self.flexible)
+        if n < 0:
+            raise CorruptRecordError(f"{self.what}: null array at {self.r.pos}")
         return n
 
     def tagged_fields(self) -> None:
-        if not self.flexible:
-            return
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self._take(self.uvarint())
-
-    def version(self, highest: int) -> int:
-        version = self.int16()
-        if not 0 <= version <= highest:
-            raise CorruptRecordError(f"{self.what}: unknown version {version}")
-        self.flexible = version >= _FLEXIBLE_FROM
-        return version
+        if self.flexible:
+            self.r.skip_tagged_fields()
 
     def done(self) -> None:
-        if self.pos != len(self.buf):
-            raise CorruptRecordError(f"{self.what}: {len(self.buf) - self.pos} bytes after the last field")
+        if self.r.remaining():
+            raise CorruptRecordError(f"{self.what}: {self.r.remaining()} bytes after the last field")
 
 
+def _corrupt_on_truncation(fn: Callable[[bytes | memoryview], _T]) -> Callable[[bytes | memoryview], _T]:
+    """The protocol reader says a *request* was malformed; here the bytes are a stored record."""
+
+    @functools.wraps(fn)
+    def decode(data: bytes | memoryview) -> _T:
+        try:
+            return fn(data)
+        except InvalidRequestError as e:
+            raise CorruptRecordError(f"{fn.__name__}: {e}") from None
+
+    return decode
+
+
+@_corrupt_on_truncation
 def decode_key(data: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey:
     """The key of a ``__consumer_offsets`` record. CorruptRecordError if it is not one of Kafka's
     classic group keys (the KIP-848 record types, versions 3 and up, are not written here)."""
-    r = _Reader(data, "__consumer_offsets key")
-    version = r.int16()
+    f = _Fields(data, "__consumer_offsets key", None)
+    version = f.r.int16()
     if version in (0, 1):
-        key: OffsetCommitKey | GroupMetadataKey = OffsetCommitKey(r.string(), r.string(), r.int32())
+        key: OffsetCommitKey | GroupMetadataKey = OffsetCommitKey(f.string(), f.string(), f.r.int32())
     elif version == GROUP_METADATA_KEY_VERSION:
-        key = GroupMetadataKey(r.string())
+        key = GroupMetadataKey(f.string())
     else:
         raise CorruptRecordError(f"__consumer_offsets key: unknown record type {version}")
-    r.done()
+    f.done()
     return key
 
 
+@_corrupt_on_truncation
 def decode_offset_commit_value(data: bytes | memoryview) -> OffsetCommitValue:
-    r = _Reader(data, "OffsetCommitValue")
-    version = r.version(_MAX_VALUE_VERSION)
-    offset = r.int64()
-    leader_epoch = r.int32() if version >= 3 else -1
-    metadata = r.string()
-    commit_timestamp = r.int64()
-    expire_timestamp = r.int64() if version == 1 else -1
-    r.tagged_fields()
-    r.done()
+    f = _Fields(data, "OffsetCommitValue", _MAX_VALUE_VERSION)
+    offset = f.r.int64()
+    leader_epoch = f.r.int32() if f.version >= 3 else -1
+    metadata = f.string()
+    commit_timestamp = f.r.int64()
+    expire_timestamp = f.r.int64() if f.version == 1 else -1
+    f.tagged_fields()
+    f.done()
     return OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
 
 
+@_corrupt_on_truncation
 def decode_group_metadata_value(data: bytes | memoryview) -> GroupMetadataValue:
-    r = _Reader(data, "GroupMetadataValue")
-    version = r.version(_MAX_VALUE_VERSION)
-    protocol_type = r.string()
-    generation = r.int32()
-    protocol = r.nullable_string()
-    leader = r.nullable_string()
-    current_state_timestamp = r.int64() if version >= 2 else -1
+    f = _Fields(data, "GroupMetadataValue", _MAX_VALUE_VERSION)
+    version = f.version
+    protocol_type = f.string()
+    generation = f.r.int32()
+    protocol = f.nullable_string()
+    leader = f.nullable_string()
+    current_state_timestamp = f.r.int64() if version >= 2 else -1
     members = []
-    for _ in range(r.array_length()):
-        member_id = r.string()
-        instance_id = r.nullable_string() if version >= 3 else None
-        client_id = r.string()
-        client_host = r.string()
-        session_timeout = rebalance_timeout = 0
-        if version >= 1:
-            rebalance_timeout = r.int32()
-        session_timeout = r.int32()
+    for _ in range(f.array_length()):
+        member_id = f.string()
+        instance_id = f.nullable_string() if version >= 3 else None
+        client_id = f.string()
+        client_host = f.string()
+        rebalance_timeout = f.r.int32() if version >= 1 else 0
+        session_timeout = f.r.int32()
         if version == 0:
             rebalance_timeout = session_timeout  # v0 had one timeout for both (Kafka reads it so)
-        subscription = r.bytes_()
-        assignment = r.bytes_()
-        r.tagged_fields()
+        subscription = f.bytes_()
+        assignment = f.bytes_()
+        f.tagged_fields()
         members.append(MemberMetadataValue(member_id, instance_id, client_id, client_host,
                                            rebalance_timeout, session_timeout, subscription, assignment))
-    r.tagged_fields()
-    r.done()
+    f.tagged_fields()
+    f.done()
     return GroupMetadataValue(protocol_type, generation, protocol, leader, current_state_timestamp,
                               tuple(members))
 
