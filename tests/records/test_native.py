@@ -236,11 +236,12 @@ def test_accumulators_build_identical_buffers(batches: list[MemoryRecords], incl
     assert len(c_acc) == 0 and _chunk_bytes(c_acc.take())[0] == 0
 
 
+@pytest.mark.parametrize("include_headers", [True, False])  # False: the C walk's fast lane
 @pytest.mark.parametrize("use_native", [True, False])
-def test_a_failed_add_leaves_nothing_behind(use_native: bool) -> None:
+def test_a_failed_add_leaves_nothing_behind(use_native: bool, include_headers: bool) -> None:
     good = MemoryRecords.with_records(2, 0, [SimpleRecord(b"v", b"k", T0, (Header("h", b"1"),))] * 3)
-    acc = ColumnAccumulator(True, use_native=use_native)
-    ref = ColumnAccumulator(True, use_native=use_native)
+    acc = ColumnAccumulator(include_headers, use_native=use_native)
+    ref = ColumnAccumulator(include_headers, use_native=use_native)
     for batch in good.batches():
         acc.add(batch)
         ref.add(batch)

@@ -129,3 +129,22 @@ def test_read_range_bounds_arrow_batches_by_decoded_bytes(tmp_path, monkeypatch)
     # at most one record batch (100 KB decoded) past the bound
     assert max(c.column("value").nbytes for c in chunks) <= 256 * 1024 + 110_000
     assert len(chunks) >= 10
+
+
+def test_topic_and_partition_columns_fit_every_batch_size(use_native):
+    # the constant columns are built once and sliced: a smaller batch after a bigger one, and a
+    # bigger one after that, must each get exactly their own length
+    b = ColumnBuilder("orders", 7, include_headers=False, use_native=use_native)
+    for first, n in [(0, 10), (10, 3), (13, 25)]:
+        b.add(_batch(range(first, first + n)))
+        rb = b.build()
+        rb.validate(full=True)
+        assert rb.num_rows == n
+        assert rb.column("topic").to_pylist() == ["orders"] * n
+        assert rb.column("partition").to_pylist() == [7] * n
+        assert rb.column("offset").to_pylist() == list(range(first, first + n))
+        # what Spark receives: the batch through Arrow IPC
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, rb.schema) as writer:
+            writer.write_batch(rb)
+        assert pa.ipc.open_stream(sink.getvalue()).read_all().to_batches()[0].equals(rb)

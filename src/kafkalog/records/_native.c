@@ -846,6 +846,122 @@ PyDoc_STRVAR(acc_add_v2_doc,
 
 static int acc_truncate(Acc *a, Py_ssize_t rows);
 
+/* ---------------------------------------------------------------------------------------------
+ * add_v2's fast lane (no headers column): room reserved once per records area, then a walk that
+ * keeps every length and write position in locals, with no check per row.  An area of n bytes
+ * holds at most n bytes of keys (or of values) and at most `cap` records (area_bounds), so
+ * reserving that much covers every row the area can yield.
+ * ------------------------------------------------------------------------------------------- */
+
+static int bincol_reserve(BinCol *c, Py_ssize_t rows, Py_ssize_t bytes)
+{
+    Py_ssize_t validity = ((c->rows + rows + 7) >> 3) - c->validity.len;
+    if (validity > 0 && buf_reserve(&c->validity, validity) < 0)
+        return -1;
+    if (buf_reserve(&c->offsets, 4 * rows) < 0)
+        return -1;
+    return bytes > 0 ? buf_reserve(&c->data, bytes) : 0;
+}
+
+/* 1: the fast lane may take an area of `bytes` bytes and up to `rows` records, and has reserved
+ * room for it; 0: take the checked path (headers wanted, or int32 offsets close to overflowing);
+ * -1: out of memory. */
+static int acc_fast_lane(Acc *a, Py_ssize_t rows, Py_ssize_t bytes)
+{
+    if (a->include_headers || rows == 0 || bytes > (Py_ssize_t)INT32_MAX - a->keys.data.len ||
+        bytes > (Py_ssize_t)INT32_MAX - a->values.data.len)
+        return 0;
+    if (bincol_reserve(&a->keys, rows, bytes) < 0 || bincol_reserve(&a->values, rows, bytes) < 0)
+        return -1;
+    return 1;
+}
+
+#define BA_AT(buf) ((uint8_t *)PyByteArray_AS_STRING((buf).ba))
+
+typedef struct {
+    uint8_t *valid, *offsets, *data;
+    Py_ssize_t data_len, nulls;
+} FastCol;
+
+static inline void fastcol_open(FastCol *f, BinCol *c)
+{
+    f->valid = BA_AT(c->validity);
+    f->offsets = BA_AT(c->offsets) + 4 * (c->rows + 1);
+    f->data = BA_AT(c->data);
+    f->data_len = c->data.len;
+    f->nulls = 0;
+}
+
+static inline void fastcol_put(FastCol *f, Py_ssize_t row, Py_ssize_t n, const uint8_t *p, int32_t len)
+{
+    if ((row & 7) == 0)
+        f->valid[row >> 3] = 0;
+    if (len >= 0) {
+        memcpy(f->data + f->data_len, p, (size_t)len);
+        f->data_len += len;
+        f->valid[row >> 3] |= (uint8_t)(1u << (row & 7));
+    } else {
+        f->nulls++;
+    }
+    int32_t end = (int32_t)f->data_len;
+    memcpy(f->offsets + 4 * n, &end, 4);
+}
+
+static inline void fastcol_close(FastCol *f, BinCol *c, Py_ssize_t rows)
+{
+    c->data.len = f->data_len;
+    c->nulls += f->nulls;
+    c->offsets.len = 4 * (rows + 1);
+    c->validity.len = (rows + 7) >> 3;
+    c->rows = rows;
+}
+
+/* Walks `count` records from *pos (reserved by acc_fast_lane) and appends those with offsets in
+ * [start, stop).  Returns -1 when all were walked, else the index of the record that failed (`e`
+ * says why); either way the accumulator is consistent (the caller truncates a failed add). */
+static Py_ssize_t acc_walk_fast(Acc *a, const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Py_ssize_t count,
+                                Py_ssize_t cap, int64_t base_offset, int64_t base_ts, int have_lat, int64_t lat,
+                                int32_t ts_type, int64_t start, int64_t stop, Err *e)
+{
+    Py_ssize_t row = a->rows, n = 0, failed = -1, p = *pos;
+    uint8_t *offs = BA_AT(a->offsets) + a->offsets.len, *tss = BA_AT(a->timestamps) + a->timestamps.len;
+    uint8_t *types = BA_AT(a->ts_types) + a->ts_types.len;
+    FastCol k, v;
+    fastcol_open(&k, &a->keys);
+    fastcol_open(&v, &a->values);
+    Rec r;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i >= cap) {
+            e->code = E_EOF;
+            failed = i;
+            break;
+        }
+        if (parse_record(d, end, &p, &r, e) < 0) {
+            failed = i;
+            break;
+        }
+        int64_t off = add64(base_offset, r.offset_delta);
+        if (off < start || off >= stop)
+            continue;
+        int64_t ts = have_lat ? lat : add64(base_ts, r.ts_delta);
+        memcpy(offs + 8 * n, &off, 8);
+        memcpy(tss + 8 * n, &ts, 8);
+        memcpy(types + 4 * n, &ts_type, 4);
+        fastcol_put(&k, row, n, d + r.key_pos, r.key_len);
+        fastcol_put(&v, row, n, d + r.value_pos, r.value_len);
+        row++;
+        n++;
+    }
+    fastcol_close(&k, &a->keys, row);
+    fastcol_close(&v, &a->values, row);
+    a->offsets.len += 8 * n;
+    a->timestamps.len += 8 * n;
+    a->ts_types.len += 4 * n;
+    a->rows = row;
+    *pos = p;
+    return failed;
+}
+
 static PyObject *acc_add_v2(Acc *a, PyObject *args)
 {
     Py_buffer buf;
@@ -870,6 +986,18 @@ static PyObject *acc_add_v2(Acc *a, PyObject *args)
     const uint8_t *d = (const uint8_t *)buf.buf;
     Py_ssize_t end = buf.len;
     Err e = {0, 0, 0};
+    int fast = acc_fast_lane(a, cap, end - pos);
+    if (fast < 0)
+        goto fail;
+    if (fast) {
+        Py_ssize_t failed = acc_walk_fast(a, d, end, &pos, count, cap, base_offset, base_ts, have_lat, lat,
+                                          ts_type, start, stop, &e);
+        if (failed >= 0) {
+            raise_err(&e, failed);
+            goto fail;
+        }
+        count = 0; /* walked: skip the checked loop */
+    }
     Rec r;
     for (Py_ssize_t i = 0; i < count; i++) {
         if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {

@@ -96,7 +96,7 @@ class ColumnBuilder:
     arrays without copying them. Only the timestamps are touched once more, ms -> us, in place.
     """
 
-    __slots__ = ("_acc", "_include_headers", "_partition", "_topic")
+    __slots__ = ("_acc", "_constants", "_include_headers", "_partition", "_topic")
 
     def __init__(self, topic: str, partition: int, include_headers: bool, *,
                  use_native: bool | None = None) -> None:
@@ -104,6 +104,18 @@ class ColumnBuilder:
         self._partition = partition
         self._include_headers = include_headers
         self._acc = ColumnAccumulator(include_headers, use_native=use_native)
+        # The topic and partition columns, built once and sliced for each batch: building them
+        # afresh cost more than the rest of build() together.
+        self._constants: tuple[pa.Array, pa.Array] | None = None
+
+    def _constant_columns(self, n: int) -> tuple[pa.Array, pa.Array]:
+        cols = self._constants
+        if cols is None or len(cols[0]) < n:
+            cols = self._constants = (pa.repeat(pa.scalar(self._topic, pa.string()), n),
+                                      pa.repeat(pa.scalar(self._partition, pa.int32()), n))
+        if len(cols[0]) == n:
+            return cols
+        return cols[0].slice(0, n), cols[1].slice(0, n)
 
     def __len__(self) -> int:
         return len(self._acc)
@@ -136,11 +148,12 @@ class ColumnBuilder:
                 "Spark timestamp"
             )
         ts *= 1000  # in place: the accumulator's buffer is ours now
+        topic, partition = self._constant_columns(n)
         columns = [
             _binary(pa.binary(), n, chunk.keys),
             _binary(pa.binary(), n, chunk.values),
-            pa.repeat(pa.scalar(self._topic, pa.string()), n),
-            pa.repeat(pa.scalar(self._partition, pa.int32()), n),
+            topic,
+            partition,
             pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(chunk.offsets)]),
             pa.Array.from_buffers(_TS_TYPE, n, [None, pa.py_buffer(chunk.timestamps)]),
             pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(chunk.timestamp_types)]),

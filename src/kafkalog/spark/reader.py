@@ -38,6 +38,7 @@ from kafkalog.spark.options import (
     user_errors_iter,
 )
 from kafkalog.spark.pushdown import Constraints, split_filters
+from kafkalog.spark.worker_memory import keep_freed_memory
 from kafkalog.storage.filesystem import FileSystem
 from kafkalog.storage.log import FetchIsolation
 
@@ -363,6 +364,7 @@ def read_range(part: KafkaLogInputPartition,
     ``location``: the ``data_location`` of ``part.path`` to read through (default: a new one for
     this task); its filesystem's ``stats`` count the bytes fetched, logged at INFO when the task ends.
     """
+    keep_freed_memory()  # see worker_memory: batches built in reused, not fresh, pages
     fs, root = location or data_location(part.path, part.filesystem_options)
     before = fs.stats.bytes_read, fs.stats.requests
     plog = open_partition(part.path, part.topic, part.partition, fs=fs, root=root)
