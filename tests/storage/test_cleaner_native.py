@@ -202,3 +202,55 @@ def test_a_corrupt_batch_stops_the_c_walk_with_the_python_error(tmp_path: Path, 
     finally:
         log.close()
     assert os.path.getsize(path) == len(data)  # nothing was swapped in
+
+
+def _refresh_crcs(data: bytearray) -> None:
+    """Recompute the CRC of every v2 batch in ``data`` (so that damage reaches the record walk)."""
+    pos = 0
+    while pos + 61 <= len(data):
+        size = 12 + int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+        if size < 61 or pos + size > len(data) or data[pos + 16] != 2:
+            return
+        data[pos + 17:pos + 21] = crc32c.crc32c(bytes(data[pos + 21:pos + size])).to_bytes(4, "big")
+        pos += size
+
+
+def _outcome(directory: Path, walks: bool, monkeypatch: pytest.MonkeyPatch) -> object:
+    monkeypatch.setattr(offset_map_module, "compact_native", compact if walks else None)
+    log = Log.open(directory, config(cleanup_policy="compact", segment_bytes=3000), time=MockTime(),
+                   had_clean_shutdown=True)
+    try:
+        cleaner = Cleaner(OffsetMap(24 * 1000, key_hash=KeyHash.create(SECRET, siphash=True)),
+                          io_buffer_size=2048, time=log.time)
+        cleaner.clean(LogToClean(log.topic, log.partition, log, 0, log.active_segment.base_offset))
+    except Exception as e:  # the outcome compared is the error itself
+        return (type(e).__name__, str(e).split(" (")[0])
+    finally:
+        log.close()
+    return _files(directory)
+
+
+def test_damaged_records_give_the_same_outcome_on_both_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              c_module: None) -> None:
+    """Bytes flipped inside records (CRCs made to match, so the walks meet them): the C walk leaves
+    each damaged batch to the Python path, so both clean the same or fail with the same error."""
+    template = tmp_path / "template" / "t-0"
+    _build(template, random.Random(11), MockTime()).close()
+    first = min(template.glob("*.log"))
+    pristine = first.read_bytes()
+    rng = random.Random(12)
+    outcomes = set()
+    for trial in range(16):
+        damaged = bytearray(pristine)
+        for _ in range(rng.randrange(1, 4)):
+            damaged[rng.randrange(61, len(damaged))] = rng.randrange(256)
+        _refresh_crcs(damaged)
+        results = []
+        for walks in (True, False):
+            directory = tmp_path / f"{trial}-{walks}" / "t-0"
+            shutil.copytree(template, directory)
+            (directory / first.name).write_bytes(bytes(damaged))
+            results.append(_outcome(directory, walks, monkeypatch))
+        assert results[0] == results[1], trial
+        outcomes.add("error" if isinstance(results[0], tuple) else "cleaned")
+    assert outcomes == {"error", "cleaned"}  # both kinds of outcome were met
