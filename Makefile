@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml setup.py src/kafkalog/records/_native.c | $(BIN)/python
+$(STAMP): pyproject.toml setup.py $(wildcard src/kafkalog/records/*.c src/kafkalog/records/*.h) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[spark,demo,test]'
 	touch $(STAMP)
 

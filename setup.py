@@ -1,18 +1,28 @@
-"""Only the C extension lives here; everything else is in pyproject.toml.
+"""Only the C extensions live here; everything else is in pyproject.toml.
 
-The extension is optional: without a C compiler kafkalog still installs and runs on its
-pure-Python record walk (``kafkalog.records.native`` says which one is in use).
+The extensions are optional: without a C compiler kafkalog still installs and runs on its
+pure-Python code (``kafkalog.records.native`` says which one is in use).
 """
 
 from setuptools import Extension, setup
+
+_RECORDS = "src/kafkalog/records"
 
 setup(
     ext_modules=[
         Extension(
             "kafkalog.records._native",
-            sources=["src/kafkalog/records/_native.c"],
+            sources=[f"{_RECORDS}/_native.c"],
+            depends=[f"{_RECORDS}/_walk.h"],
             extra_compile_args=["-O2", "-std=c11"],
             optional=True,
-        )
+        ),
+        Extension(
+            "kafkalog.records._compact",
+            sources=[f"{_RECORDS}/_compact.c"],
+            depends=[f"{_RECORDS}/_walk.h"],
+            extra_compile_args=["-O2", "-std=c11"],
+            optional=True,
+        ),
     ]
 )

@@ -9,8 +9,8 @@
 * **peak memory** — the cleaning runs in a fresh process; the growth of its peak RSS from just
   before the offset map is allocated to the end of the clean is compared with
   ``log.cleaner.dedupe.buffer.size``, for a 16 MiB and a 64 MiB buffer. Bar: growth <= 1.5 x buffer
-  + 16 MiB (the map, one column of zeros while it is cleared, I/O buffers and one batch's objects),
-  whatever the log size.
+  + 16 MiB (the map, zeros while it is cleared where pages cannot be dropped, I/O buffers and one
+  batch's objects), whatever the log size.
 
 Data goes to ``bench-data/`` in the repository and is removed afterwards.
 Run: ``.venv/bin/python benchmarks/bench_compact.py``.

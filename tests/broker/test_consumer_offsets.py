@@ -358,3 +358,60 @@ def test_deleting_a_topic_drops_its_offsets_and_the_offsets_topic_is_internal(ka
                                       include_topic_authorized_operations=False))
         internal = {t.name: t.is_internal for t in resp.topics}
     assert internal[GROUP_METADATA_TOPIC_NAME] is True and internal["kept"] is False
+
+
+def test_subscriptions_are_read_from_real_client_metadata() -> None:
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+    from kafkalog.errors import InvalidRequestError
+    from kafkalog.protocol.consumer_protocol import subscription_topics
+
+    for version in range(4):  # what kafka-python's consumer sends, every version
+        encoded = ConsumerProtocolSubscription(version=version, topics=["a", "b"], user_data=b"u",
+                                               owned_partitions=[], generation_id=5, rack_id="r")
+        assert subscription_topics(encoded.encode(version=version)) == {"a", "b"}
+    with pytest.raises(InvalidRequestError):
+        subscription_topics(b"\x00\x00\x7f\xff\xff\xff")  # 2^31 topics in 6 bytes: refused, not allocated
+
+
+def test_a_stable_consumer_group_loses_the_offsets_of_topics_it_no_longer_subscribes(tmp_path: Path) -> None:
+    clock = MockTime(1_700_000_000_000)
+    retention = 60_000
+
+    async def scenario() -> None:
+        with LogManager(tmp_path / "data", time=clock) as log_manager:
+            manager = GroupMetadataManager(log_manager, num_partitions=1, retention_ms=retention, time=clock)
+            manager.load()
+            commit = OffsetCommitValue(5, -1, "", clock.milliseconds())
+            await manager.store_offsets("g", {("kept", 0): commit, ("dropped", 0): commit})
+            clock.sleep(retention + 1)
+            subscribed = frozenset({"kept"})
+            # Kafka's rules: a group rebalancing (or one whose subscriptions are unknown) keeps all
+            topics_of = lambda g: subscribed  # noqa: E731
+            assert await manager.cleanup_expired_offsets(lambda g: "PreparingRebalance", topics_of) == 0
+            assert await manager.cleanup_expired_offsets(lambda g: "Stable", lambda g: None) == 0
+            # a stable consumer group: the offsets of topics nobody subscribes to expire
+            assert await manager.cleanup_expired_offsets(lambda g: "Stable", topics_of) == 1
+            assert manager.get_offsets("g") == {("kept", 0): commit}
+
+    asyncio.run(scenario())
+
+
+def test_group_subscriptions_come_from_the_chosen_protocol() -> None:
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+    from kafkalog.broker.group.group_metadata import GroupMetadata, GroupState
+    from kafkalog.broker.group.member_metadata import MemberMetadata
+
+    def member(member_id: str, topics: list[str]) -> MemberMetadata:
+        metadata = ConsumerProtocolSubscription(version=0, topics=topics, user_data=None).encode(version=0)
+        return MemberMetadata(member_id, None, "client", "host", 10_000, 10_000, "consumer",
+                              [("range", metadata)])
+
+    group = GroupMetadata("g")
+    assert group.subscribed_topics() is None  # no protocol chosen yet
+    group.add(member("m1", ["a"]))
+    group.add(member("m2", ["b", "c"]))
+    group.transition_to(GroupState.PREPARING_REBALANCE)
+    group.init_next_generation()
+    assert group.protocol_name == "range" and group.subscribed_topics() == {"a", "b", "c"}

@@ -218,3 +218,41 @@ def test_unknown_partitions_and_partition_listing(data_dir: Path) -> None:
     assert not (data_dir / "t-7").exists()  # nothing created
     with PartitionAppender(data_dir, "t", [1]) as appender, pytest.raises(UnknownTopicOrPartitionError):
         appender.log(0)  # not locked by this appender
+
+
+_CREATOR = """
+import sys
+from kafkalog.storage.appender import create_topic_if_missing
+config, partitions = create_topic_if_missing(sys.argv[1], "created", 3, timeout_s=30)
+print(partitions)
+"""
+
+
+def test_concurrent_creators_make_one_topic(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    children = [subprocess.Popen([sys.executable, "-c", _CREATOR, str(data_dir)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    try:
+        outputs = [child.communicate(timeout=60) for child in children]
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+    assert [(child.returncode, out.strip()) for child, (out, _) in zip(children, outputs, strict=True)] == \
+        [(0, "3")] * 4, [err for _, err in outputs]
+    assert list_partitions(data_dir, "created") == [0, 1, 2]
+
+
+def test_creation_waits_for_appends_with_a_bound(data_dir: Path) -> None:
+    from kafkalog.storage.appender import create_topic_if_missing
+
+    with PartitionAppender(data_dir, "t", [0]):  # an append running: .lock is held shared
+        started = time.monotonic()
+        with pytest.raises(LogDirLockedError):
+            create_topic_if_missing(data_dir, "other", 1, timeout_s=0.5)
+        assert 0.5 <= time.monotonic() - started < 5
+    config, partitions = create_topic_if_missing(data_dir, "other", 2)  # the appender is gone
+    assert config.segment_bytes > 0
+    assert partitions == 2 and list_partitions(data_dir, "other") == [0, 1]
+    assert create_topic_if_missing(data_dir, "other", 5)[1] == 2  # an existing topic is left as it is

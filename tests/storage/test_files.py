@@ -1,4 +1,4 @@
-"""``_files``: deleting and renaming a segment file, and the errors every storage class reports through it.
+"""``files``: deleting and renaming a segment file, and the errors every storage class reports through it.
 
 The tests run as root in CI, where file modes deny nothing, so permission errors are injected."""
 
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from kafkalog.errors import KafkaStorageError
-from kafkalog.storage import _files
-from kafkalog.storage._files import delete_file_if_exists, replace_file
+from kafkalog.storage import files
 from kafkalog.storage.file_records import FileRecords
+from kafkalog.storage.files import delete_file_if_exists, replace_file
 from kafkalog.storage.index import OffsetIndex, TimeIndex
 from kafkalog.storage.log_segment import LazyIndex, LogSegment
 from kafkalog.storage.txn_index import AbortedTxn, TransactionIndex
@@ -33,7 +33,7 @@ def deny_unlink(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def deny_replace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_files.os, "replace", _denied)
+    monkeypatch.setattr(files.os, "replace", _denied)
 
 
 # --- delete_file_if_exists ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The cleaner's offset map: fixed memory, MD5 keys, linear probing, Kafka's load-factor stop."""
+"""The cleaner's offset map: fixed memory, keyed 128-bit hashes, linear probing, Kafka's load-factor stop."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def _random_batches(rng: random.Random, n: int) -> list:
     for _ in range(n):
         records = []
         for _ in range(rng.randrange(1, 12)):
-            # Key lengths around MD5's 55/56/64-byte padding boundaries, and keyless records.
+            # Key lengths around 8-byte word and 64-byte block boundaries, and keyless records.
             size = rng.choice([0, 1, 7, 55, 56, 57, 63, 64, 65, 119, 120, 200, rng.randrange(30)])
             key = None if rng.random() < 0.1 else bytes([rng.randrange(4)]) * size
             value = None if rng.random() < 0.2 else rng.randbytes(rng.randrange(20))
@@ -82,10 +82,13 @@ def _random_batches(rng: random.Random, n: int) -> list:
 def test_native_and_python_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib
 
+    from kafkalog.storage.cleaner import key_hash
     from kafkalog.storage.cleaner import offset_map as module
 
     # The extension itself, even where KAFKALOG_PURE_PYTHON=1 keeps the library from using it.
-    native = importlib.import_module("kafkalog.records._native")
+    native = importlib.import_module("kafkalog.records._compact")
+    monkeypatch.setattr(key_hash, "compact_native", native)
+    shared = key_hash.KeyHash.create(bytes(range(16)), siphash=True)
     rng = random.Random(7)
     for round_ in range(5):
         batches = _random_batches(rng, 30)
@@ -93,12 +96,25 @@ def test_native_and_python_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
         maps = []
         results = []
         for use_native in (True, False):
-            monkeypatch.setattr(module, "native", native if use_native else None)
-            m = OffsetMap(BYTES_PER_ENTRY * slots)
+            monkeypatch.setattr(module, "compact_native", native if use_native else None)
+            m = OffsetMap(BYTES_PER_ENTRY * slots, key_hash=shared)
             consumed = [m.put_batch(b, start_offset=5, max_entries=30) for b in batches]
             m.update_latest_offset(m.latest_offset - round_)  # some records lie past the mapped range
             decisions = [m.retain_batch(b, retain_deletes=bool(round_ % 2)) for b in batches]
-            maps.append((list(m._hi), list(m._lo), list(m._offsets), m.size, m.latest_offset))
+            maps.append((list(m._table), m.size, m.latest_offset))
             results.append((consumed, decisions))
         assert maps[0] == maps[1]
         assert results[0] == results[1]
+
+
+def test_both_hashes_fill_and_find(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from kafkalog.storage.cleaner import key_hash
+
+    monkeypatch.setattr(key_hash, "compact_native", importlib.import_module("kafkalog.records._compact"))
+    keys = [b"key-%d" % i for i in range(300)]
+    for siphash in (True, False):
+        m = OffsetMap(BYTES_PER_ENTRY * 400, key_hash=key_hash.KeyHash.create(siphash=siphash))
+        assert m.put_many(keys, list(range(300)), start_offset=0, max_entries=360) == 300
+        assert m.get_many(keys) == list(range(300)) and m.size == 300

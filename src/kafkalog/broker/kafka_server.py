@@ -181,7 +181,8 @@ class KafkaServer:
         coordinator = self.apis.components.get(GROUP_COORDINATOR)
         if manager is not None:
             await manager.cleanup_expired_offsets(
-                coordinator.group_state if coordinator is not None else None
+                coordinator.group_state if coordinator is not None else None,
+                coordinator.subscribed_topics if coordinator is not None else None,
             )
 
     async def _checkpoint(self) -> None:

@@ -7,10 +7,10 @@ and fsynced before an id of a new block is used), so ids are never reused across
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from kafkalog.errors import KafkaStorageError
+from kafkalog.storage.files import write_file_atomically
 
 __all__ = ["PRODUCER_ID_FILE", "ProducerIdManager"]
 
@@ -39,15 +39,8 @@ class ProducerIdManager:
         return value
 
     def _write(self, block_end: int) -> None:
-        tmp = self._path.with_suffix(".tmp")
-        try:
-            with open(tmp, "w", encoding="ascii") as f:
-                f.write(f"{block_end}\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self._path)
-        except OSError as e:
-            raise KafkaStorageError(f"Cannot write {self._path}: {e}") from e
+        # tmp file, fsync, rename, fsync of the directory: a crash keeps the old or the new end.
+        write_file_atomically(self._path, f"{block_end}\n".encode("ascii"))
 
     def generate_producer_id(self) -> int:
         if self._next >= self._block_end:

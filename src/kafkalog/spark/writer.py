@@ -16,16 +16,11 @@ task's batches are therefore never interleaved with another's.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
-import time
 from bisect import bisect_right
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import accumulate
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -148,17 +143,6 @@ def validate_write_schema(schema: Any, opts: SinkOptions) -> WriteSchema:
 # --- storage access ------------------------------------------------------------------------------
 
 
-@contextmanager
-def _data_dir_lock(path: str) -> Iterator[None]:
-    """Serialises topic creation between tasks (a file at the top of the data dir, not a directory)."""
-    fd = os.open(Path(path) / ".kafkalog-create-topic.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 @dataclass(slots=True)
 class _TopicInfo:
     config: LogConfig
@@ -168,8 +152,8 @@ class _TopicInfo:
 
 def _describe_topic(path: str, topic: str, create_partitions: int | None) -> tuple[LogConfig, int]:
     """The topic's config and partition count; creates the topic if asked to and it is missing."""
+    from kafkalog.storage.appender import create_topic_if_missing
     from kafkalog.storage.config import LogConfig, read_topic_configs
-    from kafkalog.storage.log_manager import LogManager
 
     # Directory names and the topic-config file only: opening logs (even read-only) is not needed.
     partitions = list_topic_partitions(path, readable_only=False).get(topic)
@@ -180,19 +164,7 @@ def _describe_topic(path: str, topic: str, create_partitions: int | None) -> tup
             f"kafkalog sink: topic '{topic}' does not exist in {path} (create it first, or set the "
             f"'{CREATE_TOPIC_PARTITIONS}' option to create it with that many partitions)"
         )
-    deadline = time.monotonic() + 60
-    with _data_dir_lock(path):
-        while True:
-            try:
-                # Writable open: takes .lock exclusively, so it waits for running appends to finish.
-                with LogManager(Path(path)) as lm:
-                    if not lm.has_topic(topic):
-                        lm.create_topic(topic, create_partitions)
-                    return lm.topic_config(topic), len(lm.partitions(topic))
-            except LogDirLockedError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+    return create_topic_if_missing(path, topic, create_partitions, timeout_s=60)
 
 
 def _append_batches(path: str, topic: str, partition: int, config: LogConfig, batches: list) -> None:

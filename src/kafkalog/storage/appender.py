@@ -24,6 +24,12 @@ to one partition in turn, without a ``LogManager`` or broker holding it:
    offset (``recovery_decision``), even after its own clean shutdown marker; an empty or missing
    state leaves its decision alone. It records ``clean`` when it closes.
 
+5. **Topic creation.** Appenders that find their topic missing create it through
+   ``create_topic_if_missing``: creators take ``<dir>/.kafkalog-create-topic.lock``
+   (``CREATE_TOPIC_LOCK_FILE``) exclusively, look again, and create the topic with a writable
+   ``LogManager``, whose exclusive ``.lock`` waits for running appends to finish. Both waits are
+   bounded.
+
 The protocol never writes the data directory's checkpoints or clean-shutdown marker: those belong to
 the owner (``LogManager``), which recovers from its recovery point as Kafka does.
 """
@@ -56,9 +62,11 @@ from kafkalog.storage.recovery_report import RecoveryReport
 
 __all__ = [
     "APPEND_LOCK_FILE",
+    "CREATE_TOPIC_LOCK_FILE",
     "DEFAULT_LOCK_TIMEOUT_S",
     "AppendState",
     "PartitionAppender",
+    "create_topic_if_missing",
     "list_partitions",
     "open_log_for_append",
     "read_append_state",
@@ -67,6 +75,7 @@ __all__ = [
 ]
 
 APPEND_LOCK_FILE = ".kafkalog-append.lock"
+CREATE_TOPIC_LOCK_FILE = ".kafkalog-create-topic.lock"
 # A partition's appends take well under a second per flush; a wait this long means a stuck holder.
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 _STATE_MAX = 128
@@ -151,7 +160,12 @@ def _checkpointed(data_dir: Path, name: str, topic: str, partition: int) -> int 
 
 
 def _lock_partition(partition_dir: Path, deadline: float) -> int:
-    path = partition_dir / APPEND_LOCK_FILE
+    return _lock_exclusive(partition_dir / APPEND_LOCK_FILE, deadline,
+                           f"the append lock of {partition_dir} (another appender holds it)")
+
+
+def _lock_exclusive(path: Path, deadline: float, what: str) -> int:
+    """An open descriptor of ``path`` (created if missing) holding its exclusive ``flock``."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
@@ -164,9 +178,7 @@ def _lock_partition(partition_dir: Path, deadline: float) -> int:
         except BlockingIOError:
             if _time.monotonic() >= deadline:
                 os.close(fd)
-                raise LogDirLockedError(
-                    f"Timed out waiting for the append lock of {partition_dir} (another appender holds it)"
-                ) from None
+                raise LogDirLockedError(f"Timed out waiting for {what}") from None
             _time.sleep(pause)
             pause = min(pause * 2, 0.05)
         except OSError as e:
@@ -297,3 +309,31 @@ def open_log_for_append(
     """One partition's ``Log`` under the append protocol, for the duration of the ``with`` block."""
     with PartitionAppender(data_dir, topic, (partition,), config, time=time, timeout_s=timeout_s) as appender:
         yield appender.log(partition)
+
+
+def create_topic_if_missing(data_dir: Path | str, topic: str, partitions: int, *,
+                            timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> tuple[LogConfig, int]:
+    """The topic's config and partition count, after creating it with ``partitions`` partitions if it
+    does not exist (step 5 above: safe against other processes creating or appending at once)."""
+    from kafkalog.storage.log_manager import LogManager  # it builds on this module
+
+    data_dir = Path(data_dir)
+    deadline = _time.monotonic() + timeout_s
+    fd = _lock_exclusive(data_dir / CREATE_TOPIC_LOCK_FILE, deadline,
+                         f"the topic-creation lock of {data_dir} (another process is creating a topic)")
+    try:
+        pause = 0.001
+        while True:
+            try:
+                # Writable: takes .lock exclusively, so it is refused while appends run.
+                with LogManager(data_dir) as manager:
+                    if not manager.has_topic(topic):
+                        manager.create_topic(topic, partitions)
+                    return manager.topic_config(topic), len(manager.partitions(topic))
+            except LogDirLockedError:
+                if _time.monotonic() >= deadline:
+                    raise
+                _time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+    finally:
+        os.close(fd)

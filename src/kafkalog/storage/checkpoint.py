@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog.errors import KafkaStorageError
-from kafkalog.storage._files import write_file_atomically
 from kafkalog.storage._java_text import (
     INT32_MAX,
     INT32_MIN,
@@ -29,6 +28,7 @@ from kafkalog.storage._java_text import (
     java_split_ws,
     read_text,
 )
+from kafkalog.storage.files import write_file_atomically
 from kafkalog.storage.filesystem import FileSystem
 
 __all__ = [

@@ -25,7 +25,7 @@ from typing import Any
 
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
 from kafkalog.records.types import MAGIC_V0, MAGIC_V1, MAGIC_V2, CompressionType, TimestampType
-from kafkalog.storage._files import write_file_atomically
+from kafkalog.storage.files import write_file_atomically
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem
 from kafkalog.storage.log_file_utils import validate_topic_name
 

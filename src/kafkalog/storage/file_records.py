@@ -48,7 +48,7 @@ from kafkalog.records.types import (
     NO_TIMESTAMP,
     Record,
 )
-from kafkalog.storage._files import delete_file_if_exists, replace_file
+from kafkalog.storage.files import delete_file_if_exists, replace_file
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem, ReadableFile
 
 __all__ = ["FileRecords", "LogOffsetPosition", "TimestampAndOffset", "as_bytes_view"]

@@ -58,7 +58,7 @@ from kafkalog.errors import (
     NoSuchFileError,
 )
 from kafkalog.records.types import NO_TIMESTAMP
-from kafkalog.storage._files import delete_file_if_exists, replace_file
+from kafkalog.storage.files import delete_file_if_exists, replace_file
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem
 
 __all__ = [

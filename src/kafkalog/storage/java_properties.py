@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kafkalog.errors import KafkaStorageError
-from kafkalog.storage._files import write_file_atomically
 from kafkalog.storage._java_text import java_lines
+from kafkalog.storage.files import write_file_atomically
 
 __all__ = ["load_properties", "read_properties_file", "store_properties", "write_properties_file"]
 

@@ -63,9 +63,9 @@ from kafkalog.records.validator import (
     validate_lone_v2_batch,
     validate_messages_and_assign_offsets,
 )
-from kafkalog.storage._files import fsync_directory
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.file_records import TimestampAndOffset
+from kafkalog.storage.files import fsync_directory
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem
 from kafkalog.storage.index import OffsetPosition
 from kafkalog.storage.leader_epoch import LeaderEpochCache

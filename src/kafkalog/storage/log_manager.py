@@ -40,7 +40,6 @@ from kafkalog.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
-from kafkalog.storage._files import fsync_directory
 from kafkalog.storage.appender import AppendState, recovery_decision, write_append_state
 from kafkalog.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
@@ -49,6 +48,7 @@ from kafkalog.storage.checkpoint import (
 )
 from kafkalog.storage.config import TOPIC_CONFIGS_FILE, LogConfig, read_topic_configs, write_topic_configs
 from kafkalog.storage.dir_lock import LOCK_FILE, DataDirLock
+from kafkalog.storage.files import fsync_directory
 from kafkalog.storage.log import Log
 from kafkalog.storage.log_file_utils import (
     INDEX_FILE_SUFFIX,

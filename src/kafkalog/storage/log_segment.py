@@ -36,8 +36,8 @@ from kafkalog.errors import (
 )
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.types import MAGIC_V2
-from kafkalog.storage._files import delete_file_if_exists, replace_file
 from kafkalog.storage.file_records import FileRecords, LogOffsetPosition, TimestampAndOffset, as_bytes_view
+from kafkalog.storage.files import delete_file_if_exists, replace_file
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem
 from kafkalog.storage.index import AbstractIndex, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset
 from kafkalog.storage.log_file_utils import (

@@ -23,7 +23,6 @@ from datetime import datetime
 from pathlib import Path
 
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
-from kafkalog.storage._files import delete_file_if_exists, fsync_directory, write_file, write_file_atomically
 from kafkalog.storage._java_text import (
     INT32_MAX,
     INT32_MIN,
@@ -35,6 +34,7 @@ from kafkalog.storage._java_text import (
     java_lines,
     read_text,
 )
+from kafkalog.storage.files import delete_file_if_exists, fsync_directory, write_file, write_file_atomically
 from kafkalog.storage.java_properties import read_properties_file, write_properties_file
 
 __all__ = [

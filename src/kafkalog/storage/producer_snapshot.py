@@ -14,7 +14,7 @@ from pathlib import Path
 import crc32c
 
 from kafkalog.errors import CorruptSnapshotError, KafkaStorageError
-from kafkalog.storage._files import write_file
+from kafkalog.storage.files import write_file
 
 __all__ = ["ProducerSnapshot", "ProducerSnapshotEntry"]
 

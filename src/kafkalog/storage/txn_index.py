@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import ClassVar, Final, Self
 
 from kafkalog.errors import CorruptIndexError, InvalidOffsetError, KafkaStorageError
-from kafkalog.storage._files import delete_file_if_exists, replace_file
+from kafkalog.storage.files import delete_file_if_exists, replace_file
 from kafkalog.storage.filesystem import FileSystem
 
 __all__ = ["ABORTED_TXN_SIZE", "AbortedTxn", "TransactionIndex", "TxnIndexSearchResult", "aborted_txn_slots"]

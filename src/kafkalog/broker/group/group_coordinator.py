@@ -874,6 +874,12 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         return None if group is None else group.state.value
 
+    def subscribed_topics(self, group_id: str) -> frozenset[str] | None:
+        """The topics a ``consumer`` group's members subscribe to (None: unknown or not readable)."""
+        self._ensure_loaded()
+        group = self.groups.get(group_id)
+        return None if group is None else group.subscribed_topics()
+
     # --- DescribeGroups / ListGroups / DeleteGroups ---
 
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary | None]:

@@ -7,6 +7,7 @@ replacement, generations); the coordinator decides when to call them. Owned by t
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -14,9 +15,12 @@ from collections.abc import Iterator
 from kafkalog.broker.group.delayed_join import DelayedJoin
 from kafkalog.broker.group.group_state import VALID_PREVIOUS_STATES, GroupState
 from kafkalog.broker.group.member_metadata import MemberMetadata
-from kafkalog.errors import KafkaLogError
+from kafkalog.errors import InvalidRequestError, KafkaLogError
+from kafkalog.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscription_topics
 
 __all__ = ["GroupMetadata", "GroupState"]
+
+log = logging.getLogger(__name__)
 
 
 def _now_ms() -> int:
@@ -186,6 +190,21 @@ class GroupMetadata:
         votes = Counter(m.vote(candidates) for m in self.members.values())
         best = max(votes.values())
         return next(name for name in votes if votes[name] == best)
+
+    def subscribed_topics(self) -> frozenset[str] | None:
+        """The topics the members of a ``consumer`` group subscribe to in its current protocol, read
+        from their metadata (Kafka's ``computeSubscribedTopics``); None for other protocol types, a
+        group without a chosen protocol, or metadata that cannot be read."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None or not self.members:
+            return None
+        topics: set[str] = set()
+        try:
+            for member in self.members.values():
+                topics |= subscription_topics(member.metadata(self.protocol_name))
+        except (InvalidRequestError, KeyError) as e:
+            log.warning("Cannot read the subscriptions of group %s: %s", self.group_id, e)
+            return None
+        return frozenset(topics)
 
     def init_next_generation(self) -> None:
         self.generation_id += 1

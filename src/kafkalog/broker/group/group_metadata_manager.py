@@ -9,11 +9,13 @@ removes (the topic is compacted). ``load`` replays every partition at startup: t
 per key wins and a tombstone deletes.
 
 Offset expiry (``offsets.retention.minutes``, checked every ``offsets.retention.check.interval.ms``,
-Kafka's KIP-211 rules): offsets of a group that has no members expire once the retention has passed
-since the group became empty (its stored state timestamp), or since the commit for groups that never
-had members (standalone commits); a commit made with an explicit expire timestamp (OffsetCommit v1)
-expires then. Offsets of a group with members are kept. A group left empty with no offsets is
-deleted (tombstone), as Kafka turns it Dead.
+Kafka's ``GroupMetadata.removeExpiredOffsets``, KIP-211 and KIP-496): offsets of a group that has no
+members expire once the retention has passed since the group became empty (its stored state
+timestamp), or since the commit for groups that never had members (standalone commits); in a
+``consumer`` group that is Stable, the offsets of topics no member subscribes to expire once the
+retention has passed since their commit; in any other group nothing expires. A commit made with an
+explicit expire timestamp (OffsetCommit v1) expires then instead, under the same conditions. A group
+left empty with no offsets is deleted (tombstone), as Kafka turns it Dead.
 
 Everything runs on the broker's event loop, the only thread that appends to logs.
 """
@@ -234,33 +236,43 @@ class GroupMetadataManager:
         else:
             self._groups.pop(key.group, None)
 
-    def expired_offsets(self, group_id: str, group_is_empty: bool,
+    def expired_offsets(self, group_id: str, state: str | None, subscribed: frozenset[str] | None = None,
                         now: int | None = None) -> list[TopicPartitionKey]:
-        """Which of the group's offsets have expired at ``now`` (the rules in the module docstring)."""
+        """Which of the group's offsets have expired at ``now``, given the coordinator's state name of
+        the group (None: no such group) and, for a Stable consumer group, the topics it subscribes
+        to (the rules in the module docstring)."""
         now = self._time.milliseconds() if now is None else now
         stored = self._offsets.get(group_id, {})
-        group = self._groups.get(group_id)
-        empty_since = group.current_state_timestamp if group is not None and not group.members else -1
+        if state is None or state == "Empty":
+            group = self._groups.get(group_id)
+            empty_since = group.current_state_timestamp if group is not None and not group.members else -1
+            candidates = list(stored.items())
+        elif state == "Stable" and subscribed is not None:
+            empty_since = -1
+            candidates = [(tp, value) for tp, value in stored.items() if tp[0] not in subscribed]
+        else:
+            return []
         expired = []
-        for tp, value in stored.items():
+        for tp, value in candidates:
             if value.expire_timestamp >= 0:
                 if now >= value.expire_timestamp:
                     expired.append(tp)
-                continue
-            if not group_is_empty:
                 continue
             base = empty_since if empty_since >= 0 else value.commit_timestamp
             if now - base >= self.retention_ms:
                 expired.append(tp)
         return expired
 
-    async def cleanup_expired_offsets(self, group_state: Any = None) -> int:
+    async def cleanup_expired_offsets(self, group_state: Any = None, subscribed_topics: Any = None) -> int:
         """Tombstone every expired offset (Kafka's ``cleanupGroupMetadata``); returns how many.
-        ``group_state(group_id)`` gives the coordinator's state name (None: no such group)."""
+        ``group_state(group_id)`` gives the coordinator's state name (None: no such group),
+        ``subscribed_topics(group_id)`` the topics of a consumer group's members (or None)."""
         removed = 0
         for group_id in sorted(self.group_ids_with_offsets()):
             state = group_state(group_id) if group_state is not None else None
-            expired = self.expired_offsets(group_id, state in (None, "Empty"))
+            subscribed = (subscribed_topics(group_id) if subscribed_topics is not None and state == "Stable"
+                          else None)
+            expired = self.expired_offsets(group_id, state, subscribed)
             if expired:
                 errors = await self.delete_offsets(group_id, expired)
                 removed += sum(1 for e in errors.values() if e == _NONE)

@@ -23,6 +23,7 @@ The active segment is never cleaned. What is removed is counted in :class:`Clean
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -42,7 +43,7 @@ from kafkalog.records.types import (
 )
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
-from kafkalog.storage.cleaner.offset_map import OffsetMap, RetainedRecord
+from kafkalog.storage.cleaner.offset_map import OffsetMap, RetainedRecord, WalkStop
 from kafkalog.storage.cleaner.transaction_metadata import CleanedTransactionMetadata
 from kafkalog.storage.file_records import FileRecords
 from kafkalog.storage.loader import open_segment
@@ -76,6 +77,7 @@ class _Chunk:
     """Cleaned batches for one append to the new segment, with what the append needs."""
 
     parts: list[bytes | memoryview]
+    input_bytes: int = 0  # of the batches read into this chunk (the kept ones and the others)
     max_offset: int = -1
     max_timestamp: int = NO_TIMESTAMP
     shallow_offset_of_max_timestamp: int = -1
@@ -91,6 +93,12 @@ class _Chunk:
 
 def _no_abort(topic_partition: str) -> None:
     return None
+
+
+def _plain(batch: RecordBatch) -> bool:
+    """A batch the C walks take (``OffsetMap.put_batches``/``filter_batches``) if its bytes are sound."""
+    return (batch.magic == MAGIC_V2 and batch.compression_type is CompressionType.NONE
+            and not batch.is_transactional and not batch.is_control)
 
 
 def group_segments_by_size(segments: list[LogSegment], max_size: int, max_index_size: int,
@@ -206,22 +214,52 @@ class Cleaner:
     def _map_segment(self, target: Log, segment: LogSegment, offset_map: OffsetMap, start: int,
                      max_entries: int, transaction_metadata: CleanedTransactionMetadata,
                      stats: CleanerStats) -> bool:
-        """Map one segment from ``start``; True when the map filled."""
+        """Map one segment from ``start``; True when the map filled. With the C module, plain batches
+        are mapped a buffer at a time and the Python path takes the others."""
+        source = segment.log
         position = segment.offset_index.lookup(start).position
-        for batch in self._read_batches(segment.log, position):
-            if batch.is_control:
-                transaction_metadata.on_control_batch_read(batch)
-                stats.map_messages_read += 1
-            elif transaction_metadata.on_batch_read(batch):
-                stats.map_messages_read += batch.record_count  # aborted: not mapped
-            else:
-                consumed = offset_map.put_batch(batch, start, max_entries)
-                stats.map_messages_read += consumed
-                if consumed < batch.record_count:
+        if not offset_map.walks_batches:
+            return any(self._map_batch(batch, offset_map, start, max_entries, transaction_metadata, stats)
+                       for batch in self._read_batches(source, position))
+        end = source.size_in_bytes
+        while position < end:
+            walk = offset_map.put_batches(source.read_bytes(position, self._read_size), start, max_entries)
+            position += walk.consumed
+            stats.map_bytes_read += walk.consumed
+            stats.map_messages_read += walk.records_read
+            if walk.stop is WalkStop.FULL:
+                return True
+            if walk.stop is WalkStop.END and walk.consumed:
+                continue
+            taken = 0  # the Python path: at least one batch (C refused it, or it outgrew the buffer)
+            for batch in self._read_batches(source, position):
+                if taken and _plain(batch):
+                    break
+                taken += 1
+                if self._map_batch(batch, offset_map, start, max_entries, transaction_metadata, stats):
                     return True
-            if batch.last_offset >= start:
-                offset_map.update_latest_offset(batch.last_offset)
-            stats.map_bytes_read += batch.size_in_bytes
+                position += batch.size_in_bytes
+            if not taken:
+                break  # nothing whole is left
+        return False
+
+    @staticmethod
+    def _map_batch(batch: RecordBatch, offset_map: OffsetMap, start: int, max_entries: int,
+                   transaction_metadata: CleanedTransactionMetadata, stats: CleanerStats) -> bool:
+        """Map one batch; True when the map filled within it."""
+        if batch.is_control:
+            transaction_metadata.on_control_batch_read(batch)
+            stats.map_messages_read += 1
+        elif transaction_metadata.on_batch_read(batch):
+            stats.map_messages_read += batch.record_count  # aborted: not mapped
+        else:
+            consumed = offset_map.put_batch(batch, start, max_entries)
+            stats.map_messages_read += consumed
+            if consumed < batch.record_count:
+                return True
+        if batch.last_offset >= start:
+            offset_map.update_latest_offset(batch.last_offset)
+        stats.map_bytes_read += batch.size_in_bytes
         return False
 
     @staticmethod
@@ -270,27 +308,59 @@ class Cleaner:
                    retain_legacy_deletes: bool, delete_retention_ms: int,
                    transaction_metadata: CleanedTransactionMetadata, last_records: dict[int, LastRecord],
                    upper_bound_offset: int, stats: CleanerStats, current_time: int) -> None:
-        """Copy what stays of ``source`` into ``dest``, one append per read of whole batches."""
+        """Copy what stays of ``source`` into ``dest``, one append per read of whole batches (up to
+        half the I/O buffer). With the C module, plain batches are cleaned a buffer at a time --
+        into the same bytes and the same appends -- and the Python path takes the others."""
         name = target.dir.name
         chunk = _Chunk([])
-        chunk_bytes = 0
-        for batch in self._read_batches(source, 0):
-            if chunk_bytes and chunk_bytes + batch.size_in_bytes > self._read_size:
-                self._check_done(name)
-                self._flush_chunk(dest, chunk)
-                chunk = _Chunk([])
-                chunk_bytes = 0
-            chunk_bytes += batch.size_in_bytes
-            stats.bytes_read += batch.size_in_bytes
-            self._filter_batch(batch, chunk, offset_map, retain_legacy_deletes, delete_retention_ms,
-                               transaction_metadata, last_records, stats, current_time)
+        walk = offset_map.walks_batches
+        protected = sorted({last.last_data_offset for last in last_records.values()
+                            if last.last_data_offset is not None})
+        protected_array = array("q", protected)
+        protected_set = set(protected)
+        position = 0
+        end = source.size_in_bytes
+        while True:
+            while walk and position < end:
+                out = offset_map.filter_batches(source.read_bytes(position, self._read_size), current_time,
+                                                delete_retention_ms, protected_array, chunk.input_bytes,
+                                                self._read_size)
+                position += out.consumed
+                chunk.input_bytes += out.consumed
+                stats.add_filtered(out)
+                if out.data:
+                    chunk.add(out.data, out.max_offset, out.max_timestamp,
+                              out.shallow_offset_of_max_timestamp)
+                if out.stop is WalkStop.BUDGET:
+                    self._check_done(name)
+                    chunk = self._flush_chunk(dest, chunk)
+                elif out.stop is not WalkStop.END or not out.consumed:
+                    break
+            taken = 0  # the Python path: every batch without the C module, else at least one
+            for batch in self._read_batches(source, position):
+                if walk and taken and _plain(batch) and not (batch.has_producer_id
+                                                            and batch.last_offset in protected_set):
+                    break
+                taken += 1
+                if chunk.input_bytes and chunk.input_bytes + batch.size_in_bytes > self._read_size:
+                    self._check_done(name)
+                    chunk = self._flush_chunk(dest, chunk)
+                chunk.input_bytes += batch.size_in_bytes
+                stats.bytes_read += batch.size_in_bytes
+                self._filter_batch(batch, chunk, offset_map, retain_legacy_deletes, delete_retention_ms,
+                                   transaction_metadata, last_records, stats, current_time)
+                position += batch.size_in_bytes
+            if not walk or not taken:
+                break
         self._flush_chunk(dest, chunk)
 
     @staticmethod
-    def _flush_chunk(dest: LogSegment, chunk: _Chunk) -> None:
+    def _flush_chunk(dest: LogSegment, chunk: _Chunk) -> _Chunk:
+        """Append the chunk's cleaned batches (if any); returns a new, empty chunk."""
         if chunk.parts:
             data = b"".join(chunk.parts)
             dest.append(chunk.max_offset, chunk.max_timestamp, chunk.shallow_offset_of_max_timestamp, data)
+        return _Chunk([])
 
     def _check_batch_retention(self, batch: RecordBatch, transaction_metadata: CleanedTransactionMetadata,
                                last_records: dict[int, LastRecord], current_time: int

@@ -4,8 +4,12 @@ plus why records were dropped, since dropped data is always reported)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafkalog.clock import SYSTEM_TIME, Time
+
+if TYPE_CHECKING:
+    from kafkalog.storage.cleaner.offset_map import FilteredChunk
 
 __all__ = ["CleanerStats"]
 
@@ -54,6 +58,16 @@ class CleanerStats:
     def elapsed_secs(self) -> float:
         end = self.end_ms if self.end_ms >= 0 else self.time.milliseconds()
         return (end - self.start_ms) / 1000
+
+    def add_filtered(self, chunk: FilteredChunk) -> None:
+        """Count what a C walk over whole batches read, kept and dropped."""
+        self.bytes_read += chunk.consumed
+        self.messages_read += chunk.messages_read
+        self.messages_written += chunk.messages_written
+        self.bytes_written += chunk.bytes_written
+        self.superseded_removed += chunk.superseded
+        self.tombstones_removed += chunk.tombstones
+        self.invalid_removed += chunk.keyless
 
     def add(self, other: CleanerStats) -> None:
         """Accumulate ``other`` (several rounds of one log, or several logs)."""

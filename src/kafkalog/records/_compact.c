@@ -1,0 +1,1064 @@
+/*
+ * kafkalog.records._compact: the byte work of log compaction, in C (see storage/cleaner/).
+ *
+ * The cleaner reads every record twice: once to map each key to its latest offset, once to copy
+ * what stays.  In Python that is a few microseconds per record; here it is a walk over the
+ * segment's bytes with no Python object per record or per batch.  Three pieces:
+ *
+ *   siphash128      the key hash of the offset map: SipHash-2-4 with its 128-bit output, keyed
+ *                   by a random secret per map (Aumasson & Bernstein, written from the paper).
+ *   the table       one caller-owned array of `slots` entries of three 64-bit words (the hash's
+ *                   two halves, the offset), so that a probe touches one cache line; an entry
+ *                   whose halves are both 0 is empty; a key's first slot is the high 64 bits of
+ *                   first half * slots ("multiply-shift"), collisions probe the next slot,
+ *                   wrapping.  storage/cleaner/offset_map.py probes the same array in Python and
+ *                   the parity tests compare the tables.
+ *   the walkers     offset_map_put_v2 / offset_map_retain_v2 apply the cleaner's rules to the
+ *                   records area of one batch (any codec: Python decompresses first), and
+ *                   offset_map_put_batches / offset_map_filter_batches walk a buffer of whole
+ *                   batches from a segment, handling the plain ones (magic 2, uncompressed, not
+ *                   transactional, not control) end to end -- CRC check, records, and for the
+ *                   second pass the cleaned batches themselves -- and stopping at the first batch
+ *                   that needs the Python path (storage/cleaner/cleaner.py), which holds every
+ *                   rule.  A batch the C walk refuses (bad CRC, malformed record, anything
+ *                   unusual) is left untouched for the Python path, which raises the right error.
+ *
+ * The cleaned batches are byte for byte what records/memory.py's MemoryRecordsBuilder writes for
+ * the same kept records (the parity tests compare whole cleaned segments).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_walk.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Little/big-endian loads and stores
+ * ------------------------------------------------------------------------------------------- */
+
+static inline uint64_t load_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static inline uint64_t load_be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static inline uint32_t load_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint16_t load_be16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline void store_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static inline void store_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline void store_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * SipHash-2-4, 128-bit output
+ * ------------------------------------------------------------------------------------------- */
+
+static inline uint64_t rotl64(uint64_t x, int b)
+{
+    return (x << b) | (x >> (64 - b));
+}
+
+#define SIPROUND                                                                                     \
+    do {                                                                                             \
+        v0 += v1;                                                                                    \
+        v1 = rotl64(v1, 13);                                                                         \
+        v1 ^= v0;                                                                                    \
+        v0 = rotl64(v0, 32);                                                                         \
+        v2 += v3;                                                                                    \
+        v3 = rotl64(v3, 16);                                                                         \
+        v3 ^= v2;                                                                                    \
+        v0 += v3;                                                                                    \
+        v3 = rotl64(v3, 21);                                                                         \
+        v3 ^= v0;                                                                                    \
+        v2 += v1;                                                                                    \
+        v1 = rotl64(v1, 17);                                                                         \
+        v1 ^= v2;                                                                                    \
+        v2 = rotl64(v2, 32);                                                                         \
+    } while (0)
+
+/* The two 64-bit words of the 16-byte output (first = bytes 0-7 read little-endian). */
+static void siphash128(const uint8_t *d, size_t n, uint64_t k0, uint64_t k1, uint64_t *first, uint64_t *second)
+{
+    uint64_t v0 = k0 ^ 0x736f6d6570736575ULL;
+    uint64_t v1 = k1 ^ 0x646f72616e646f6dULL ^ 0xee;
+    uint64_t v2 = k0 ^ 0x6c7967656e657261ULL;
+    uint64_t v3 = k1 ^ 0x7465646279746573ULL;
+    size_t full = n & ~(size_t)7;
+    for (size_t i = 0; i < full; i += 8) {
+        uint64_t m = load_le64(d + i);
+        v3 ^= m;
+        SIPROUND;
+        SIPROUND;
+        v0 ^= m;
+    }
+    uint64_t b = (uint64_t)(n & 0xff) << 56;
+    for (size_t i = 0; i < (n & 7); i++)
+        b |= (uint64_t)d[full + i] << (8 * i);
+    v3 ^= b;
+    SIPROUND;
+    SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xee;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    *first = v0 ^ v1 ^ v2 ^ v3;
+    v1 ^= 0xdd;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    *second = v0 ^ v1 ^ v2 ^ v3;
+}
+
+PyDoc_STRVAR(siphash128_doc,
+"siphash128(data, k0, k1) -> (first, second)\n\n"
+"SipHash-2-4 of data with the 128-bit output, keyed by the 64-bit integers k0 and k1 (the key's\n"
+"two halves read little-endian); returns the output's two halves read little-endian.");
+
+static PyObject *py_siphash128(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    unsigned long long k0, k1;
+    if (!PyArg_ParseTuple(args, "y*KK:siphash128", &buf, &k0, &k1))
+        return NULL;
+    uint64_t a, b;
+    siphash128((const uint8_t *)buf.buf, (size_t)buf.len, k0, k1, &a, &b);
+    PyBuffer_Release(&buf);
+    return Py_BuildValue("(KK)", (unsigned long long)a, (unsigned long long)b);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * CRC-32C (Castagnoli), the checksum of v2 batches: SSE 4.2 where the CPU has it, else
+ * slicing-by-8 tables
+ * ------------------------------------------------------------------------------------------- */
+
+static uint32_t crc_table[8][256];
+
+static void crc32c_init_tables(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+static uint32_t crc32c_soft(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    while (n >= 8) {
+        uint64_t w = load_le64(p) ^ c;
+        c = crc_table[7][w & 0xff] ^ crc_table[6][(w >> 8) & 0xff] ^ crc_table[5][(w >> 16) & 0xff]
+            ^ crc_table[4][(w >> 24) & 0xff] ^ crc_table[3][(w >> 32) & 0xff] ^ crc_table[2][(w >> 40) & 0xff]
+            ^ crc_table[1][(w >> 48) & 0xff] ^ crc_table[0][w >> 56];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        c = crc_table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+    return ~c;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define HAVE_HW_CRC 1
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hard(const uint8_t *p, size_t n)
+{
+    uint64_t c = 0xffffffffu;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = _mm_crc32_u64(c, w);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--)
+        c32 = _mm_crc32_u8(c32, *p++);
+    return ~c32;
+}
+#endif
+
+static int hw_crc;
+
+static inline uint32_t crc32c(const uint8_t *p, size_t n)
+{
+#ifdef HAVE_HW_CRC
+    if (hw_crc)
+        return crc32c_hard(p, n);
+#endif
+    return crc32c_soft(p, n);
+}
+
+PyDoc_STRVAR(crc32c_doc, "crc32c(data) -> int\n\nThe CRC-32C of data (what the batch walkers check).");
+
+static PyObject *py_crc32c(PyObject *self, PyObject *arg)
+{
+    Py_buffer buf;
+    if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t c = crc32c((const uint8_t *)buf.buf, (size_t)buf.len);
+    PyBuffer_Release(&buf);
+    return PyLong_FromUnsignedLong(c);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The table
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    Py_buffer view;
+    uint64_t *e; /* three words per slot: the hash's two halves, the offset */
+    Py_ssize_t slots;
+    uint64_t k0, k1;
+} Table;
+
+static int table_open(PyObject *entries, unsigned long long k0, unsigned long long k1, Table *t)
+{
+    if (PyObject_GetBuffer(entries, &t->view, PyBUF_WRITABLE) < 0)
+        return -1;
+    t->e = (uint64_t *)t->view.buf;
+    t->slots = t->view.len / 24;
+    t->k0 = k0;
+    t->k1 = k1;
+    if (t->slots < 1 || t->view.len % 24) {
+        PyErr_SetString(PyExc_ValueError, "the offset map table must hold whole 24-byte entries");
+        PyBuffer_Release(&t->view);
+        return -1;
+    }
+    return 0;
+}
+
+static void table_close(Table *t)
+{
+    PyBuffer_Release(&t->view);
+}
+
+/* The high 64 bits of h * slots: a slot in [0, slots) without a division. */
+static inline Py_ssize_t first_slot(uint64_t h, Py_ssize_t slots)
+{
+#ifdef __SIZEOF_INT128__
+    return (Py_ssize_t)(((unsigned __int128)h * (uint64_t)slots) >> 64);
+#else
+    uint64_t s = (uint64_t)slots;
+    uint64_t h_lo = h & 0xffffffffu, h_hi = h >> 32, s_lo = s & 0xffffffffu, s_hi = s >> 32;
+    uint64_t mid1 = h_hi * s_lo, mid2 = h_lo * s_hi;
+    uint64_t carry = ((h_lo * s_lo >> 32) + (mid1 & 0xffffffffu) + (mid2 & 0xffffffffu)) >> 32;
+    return (Py_ssize_t)(h_hi * s_hi + (mid1 >> 32) + (mid2 >> 32) + carry);
+#endif
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+/* A key's hash and first slot.  Probing is split in two so that the walks can hash a group of
+ * records and prefetch their slots before probing any: the table is far larger than the caches,
+ * and waiting for one slot at a time was most of the cost. */
+typedef struct {
+    uint64_t h, l;
+    Py_ssize_t slot;
+} Probe;
+
+static inline void probe_start(const Table *t, const uint8_t *key, Py_ssize_t len, Probe *p)
+{
+    siphash128(key, (size_t)len, t->k0, t->k1, &p->h, &p->l);
+    p->slot = first_slot(p->h, t->slots);
+    PREFETCH(t->e + 3 * p->slot);
+}
+
+/* The slot holding the probed hash, or the empty slot where it would go. */
+static inline Py_ssize_t probe_finish(const Table *t, const Probe *p, long long *probes)
+{
+    Py_ssize_t slot = p->slot;
+    for (;;) {
+        (*probes)++;
+        const uint64_t *e = t->e + 3 * slot;
+        if ((e[0] == p->h && e[1] == p->l) || (e[0] == 0 && e[1] == 0))
+            return slot;
+        if (++slot == t->slots)
+            slot = 0;
+    }
+}
+
+/* The offset mapped for the probed hash, or -1. */
+static inline int64_t probe_get(const Table *t, const Probe *p, long long *probes)
+{
+    const uint64_t *e = t->e + 3 * probe_finish(t, p, probes);
+    return (e[0] == 0 && e[1] == 0) ? -1 : (int64_t)e[2];
+}
+
+/* Map the probed hash to offset; entries counts the keys held. */
+static inline void probe_put(Table *t, const Probe *p, int64_t offset, Py_ssize_t *entries, long long *probes)
+{
+    uint64_t *e = t->e + 3 * probe_finish(t, p, probes);
+    if (e[0] == 0 && e[1] == 0) {
+        e[0] = p->h;
+        e[1] = p->l;
+        (*entries)++;
+    }
+    e[2] = (uint64_t)offset;
+}
+
+/* Records are hashed and their slots prefetched this many at a time. */
+#define GROUP 32
+
+/* ---------------------------------------------------------------------------------------------
+ * One batch's records area: the map pass and the record rule (any codec)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Put the keyed records of a records area with offset >= start_offset, stopping (as Kafka does)
+ * at the first such record met once `entries` reaches max_entries.  Returns the records consumed
+ * (count unless the map filled), or -1 with *e set and *bad_index the failing record; the
+ * records before it are mapped. */
+static Py_ssize_t put_area(Table *t, const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count,
+                           int64_t base_offset, int64_t start_offset, Py_ssize_t max_entries, Py_ssize_t *entries,
+                           int64_t *latest, long long *lookups, long long *probes, Py_ssize_t *bad_index, Err *e)
+{
+    Py_ssize_t cap = (end - pos) / MIN_RECORD_BYTES;
+    if (count < cap)
+        cap = count;
+    Probe group[GROUP];
+    int64_t offsets[GROUP];
+    Py_ssize_t indexes[GROUP];
+    Py_ssize_t i = 0;
+    int failed = 0;
+    while (i < count && !failed) {
+        int n = 0;
+        for (; i < count && n < GROUP; i++) {
+            Rec r;
+            if (i >= cap || parse_record(d, end, &pos, &r, e) < 0) {
+                if (i >= cap)
+                    e->code = E_EOF;
+                *bad_index = i;
+                failed = 1;
+                break;
+            }
+            int64_t offset = add64(base_offset, r.offset_delta);
+            if (r.key_len < 0 || offset < start_offset)
+                continue;
+            probe_start(t, d + r.key_pos, r.key_len, &group[n]);
+            offsets[n] = offset;
+            indexes[n++] = i;
+        }
+        for (int k = 0; k < n; k++) {
+            if (*entries >= max_entries)
+                return indexes[k];
+            (*lookups)++;
+            probe_put(t, &group[k], offsets[k], entries, probes);
+            *latest = offsets[k];
+        }
+    }
+    if (failed)
+        return -1;
+    if (check_area_end(pos, end, count, e) < 0) {
+        *bad_index = -1;
+        return -1;
+    }
+    return count;
+}
+
+PyDoc_STRVAR(offset_map_put_v2_doc,
+"offset_map_put_v2(data, pos, count, base_offset, table, k0, k1, start_offset, max_entries,\n"
+"                  entries, latest) -> (consumed, entries, latest, lookups, probes)\n\n"
+"Walk `count` records of data[pos:] (checked like decode_v2) and map each keyed record with\n"
+"offset >= start_offset to its offset, stopping at the first such record met once `entries`\n"
+"reaches max_entries (consumed is then its index; else count).");
+
+static PyObject *offset_map_put_v2(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t pos, count, max_entries, entries;
+    long long base_offset, start_offset, latest;
+    unsigned long long k0, k1;
+    PyObject *table;
+    if (!PyArg_ParseTuple(args, "y*nnLOKKLnnL:offset_map_put_v2", &buf, &pos, &count, &base_offset, &table, &k0,
+                          &k1, &start_offset, &max_entries, &entries, &latest))
+        return NULL;
+    PyObject *result = NULL;
+    Table t;
+    if (table_open(table, k0, k1, &t) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    if (max_entries > t.slots - 1)
+        max_entries = t.slots - 1; /* one slot stays empty so that probing ends */
+    Py_ssize_t cap;
+    if (area_bounds(&buf, pos, count, &cap) < 0)
+        goto done;
+    Err e = {0, 0, 0};
+    long long lookups = 0, probes = 0;
+    int64_t last = latest;
+    Py_ssize_t bad = 0;
+    Py_ssize_t consumed = put_area(&t, (const uint8_t *)buf.buf, pos, buf.len, count, base_offset, start_offset,
+                                   max_entries, &entries, &last, &lookups, &probes, &bad, &e);
+    if (consumed < 0) {
+        raise_err(&e, bad);
+        goto done;
+    }
+    result = Py_BuildValue("(nnLLL)", consumed, entries, (long long)last, lookups, probes);
+done:
+    table_close(&t);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+PyDoc_STRVAR(offset_map_retain_v2_doc,
+"offset_map_retain_v2(data, pos, count, base_offset, base_timestamp, log_append_time, table,\n"
+"                     k0, k1, latest_offset, retain_deletes)\n"
+"    -> (kept, superseded, tombstones, keyless, kept_tombstone)\n\n"
+"The cleaner's record rule over `count` records of data[pos:]: a record stays if its offset is\n"
+"past latest_offset, else if it is keyed, not older than its key's mapped offset, and has a value\n"
+"or retain_deletes.  kept is None when every record stays, else a list of\n"
+"(offset, timestamp, key, value, headers) of those that do (headers as decode_v2 gives them).\n"
+"The counts say why the others went; kept_tombstone whether a kept record has a null value.");
+
+static PyObject *offset_map_retain_v2(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t pos, count;
+    long long base_offset, base_ts, latest;
+    unsigned long long k0, k1;
+    PyObject *lat_obj, *table;
+    int retain_deletes;
+    if (!PyArg_ParseTuple(args, "y*nnLLOOKKLp:offset_map_retain_v2", &buf, &pos, &count, &base_offset,
+                          &base_ts, &lat_obj, &table, &k0, &k1, &latest, &retain_deletes))
+        return NULL;
+    PyObject *result = NULL, *kept = NULL;
+    Table t;
+    if (table_open(table, k0, k1, &t) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    Py_ssize_t cap;
+    if (area_bounds(&buf, pos, count, &cap) < 0)
+        goto done;
+    int have_lat = lat_obj != Py_None;
+    long long lat = 0;
+    if (have_lat) {
+        lat = PyLong_AsLongLong(lat_obj);
+        if (lat == -1 && PyErr_Occurred())
+            goto done;
+    }
+    kept = PyList_New(0);
+    if (kept == NULL)
+        goto done;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    Py_ssize_t end = buf.len;
+    Err e = {0, 0, 0};
+    Rec r;
+    long long probes = 0, superseded = 0, tombstones = 0, keyless = 0;
+    int kept_tombstone = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
+            if (i >= cap)
+                e.code = E_EOF;
+            raise_err(&e, i);
+            goto done;
+        }
+        int64_t offset = add64(base_offset, r.offset_delta);
+        if (offset <= latest) {
+            if (r.key_len < 0) {
+                keyless++;
+                continue;
+            }
+            Probe p;
+            probe_start(&t, d + r.key_pos, r.key_len, &p);
+            if (offset < probe_get(&t, &p, &probes)) {
+                superseded++;
+                continue;
+            }
+            if (r.value_len < 0 && !retain_deletes) {
+                tombstones++;
+                continue;
+            }
+        }
+        kept_tombstone |= r.value_len < 0;
+        /* "N" hands the new objects over to the tuple (and releases them if it cannot be built). */
+        PyObject *item = Py_BuildValue(
+            "(LLNNN)", (long long)offset, have_lat ? lat : (long long)add64(base_ts, r.ts_delta),
+            bytes_or_none(d, r.key_pos, r.key_len), bytes_or_none(d, r.value_pos, r.value_len),
+            r.header_count > 0 ? headers_tuple(d, end, &r) : PyTuple_New(0));
+        if (item == NULL)
+            goto done;
+        int appended = PyList_Append(kept, item);
+        Py_DECREF(item);
+        if (appended < 0)
+            goto done;
+    }
+    if (check_area_end(pos, end, count, &e) < 0) {
+        raise_err(&e, -1);
+        goto done;
+    }
+    if (PyList_GET_SIZE(kept) == count) {
+        Py_DECREF(kept);
+        Py_INCREF(Py_None);
+        kept = Py_None;
+    }
+    result = Py_BuildValue("(OLLLO)", kept, superseded, tombstones, keyless, kept_tombstone ? Py_True : Py_False);
+done:
+    Py_XDECREF(kept);
+    table_close(&t);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Whole batches of a segment (spec §3.5: the v2 batch header, 61 bytes, big-endian)
+ * ------------------------------------------------------------------------------------------- */
+
+#define BATCH_OVERHEAD 61
+#define LENGTH_OFFSET 8
+#define PLE_OFFSET 12
+#define MAGIC_OFFSET 16
+#define CRC_OFFSET 17
+#define ATTRIBUTES_OFFSET 21
+#define LAST_OFFSET_DELTA_OFFSET 23
+#define BASE_TIMESTAMP_OFFSET 27
+#define MAX_TIMESTAMP_OFFSET 35
+#define PRODUCER_ID_OFFSET 43
+#define PRODUCER_EPOCH_OFFSET 51
+#define BASE_SEQUENCE_OFFSET 53
+#define RECORDS_COUNT_OFFSET 57
+
+#define ATTR_CODEC 0x07
+#define ATTR_LOG_APPEND_TIME 0x08
+#define ATTR_TRANSACTIONAL 0x10
+#define ATTR_CONTROL 0x20
+#define ATTR_DELETE_HORIZON 0x40
+
+#define NO_TIMESTAMP (-1LL)
+
+/* Why a buffer walk stopped. */
+enum {
+    STOP_END = 0,    /* no whole batch left in the buffer */
+    STOP_BUDGET = 1, /* the next batch would overflow the caller's chunk */
+    STOP_PYTHON = 2, /* the batch at `consumed` needs the Python path */
+    STOP_FULL = 3,   /* the offset map filled within the batch at `consumed` */
+};
+
+typedef struct {
+    int64_t base_offset, last_offset, base_ts, max_ts, producer_id;
+    Py_ssize_t size;
+    int32_t count;
+    int attributes;
+} Batch;
+
+/* The batch at d[0, avail): 1 when it is whole and plain (the C path takes it), 0 when it is not
+ * whole in the buffer, -1 when the Python path must take it. */
+static int plain_batch(const uint8_t *d, Py_ssize_t avail, Batch *b)
+{
+    if (avail < BATCH_OVERHEAD)
+        return avail < LENGTH_OFFSET + 4 || (int32_t)load_be32(d + LENGTH_OFFSET) >= BATCH_OVERHEAD - 12 ? 0 : -1;
+    int32_t length = (int32_t)load_be32(d + LENGTH_OFFSET);
+    if (length < BATCH_OVERHEAD - 12)
+        return -1;
+    b->size = (Py_ssize_t)length + 12;
+    if (b->size > avail)
+        return 0;
+    int attributes = load_be16(d + ATTRIBUTES_OFFSET);
+    if (d[MAGIC_OFFSET] != 2 || (attributes & (ATTR_CODEC | ATTR_TRANSACTIONAL | ATTR_CONTROL)))
+        return -1;
+    if (crc32c(d + ATTRIBUTES_OFFSET, (size_t)(b->size - ATTRIBUTES_OFFSET)) != load_be32(d + CRC_OFFSET))
+        return -1;
+    b->count = (int32_t)load_be32(d + RECORDS_COUNT_OFFSET);
+    if (b->count < 0)
+        return -1;
+    b->attributes = attributes;
+    b->base_offset = (int64_t)load_be64(d);
+    b->last_offset = add64(b->base_offset, (int32_t)load_be32(d + LAST_OFFSET_DELTA_OFFSET));
+    b->base_ts = (int64_t)load_be64(d + BASE_TIMESTAMP_OFFSET);
+    b->max_ts = (int64_t)load_be64(d + MAX_TIMESTAMP_OFFSET);
+    b->producer_id = (int64_t)load_be64(d + PRODUCER_ID_OFFSET);
+    return 1;
+}
+
+PyDoc_STRVAR(offset_map_put_batches_doc,
+"offset_map_put_batches(data, table, k0, k1, start_offset, max_entries, entries, latest)\n"
+"    -> (consumed, stop, entries, latest, records_read, lookups, probes)\n\n"
+"The map pass over the whole batches at the start of data: each plain batch's keyed records with\n"
+"offset >= start_offset are mapped, and latest becomes the batch's last offset (if >= start_offset).\n"
+"consumed is the bytes of the batches done; stop says why the walk ended (0: no whole batch left,\n"
+"2: the batch at `consumed` needs the Python path, 3: the map filled within it after records_read\n"
+"counted its consumed records).");
+
+static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    PyObject *table;
+    unsigned long long k0, k1;
+    long long start_offset, latest;
+    Py_ssize_t max_entries, entries;
+    if (!PyArg_ParseTuple(args, "y*OKKLnnL:offset_map_put_batches", &buf, &table, &k0, &k1, &start_offset,
+                          &max_entries, &entries, &latest))
+        return NULL;
+    Table t;
+    if (table_open(table, k0, k1, &t) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    if (max_entries > t.slots - 1)
+        max_entries = t.slots - 1;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    Py_ssize_t at = 0;
+    int stop = STOP_END;
+    long long records = 0, lookups = 0, probes = 0;
+    int64_t last = latest;
+    for (;;) {
+        Batch b;
+        int kind = plain_batch(d + at, buf.len - at, &b);
+        if (kind <= 0) {
+            stop = kind == 0 ? STOP_END : STOP_PYTHON;
+            break;
+        }
+        Err e = {0, 0, 0};
+        Py_ssize_t bad;
+        Py_ssize_t done = put_area(&t, d + at, BATCH_OVERHEAD, b.size, b.count, b.base_offset, start_offset,
+                                   max_entries, &entries, &last, &lookups, &probes, &bad, &e);
+        if (done < 0) {
+            /* Left to the Python path, which raises the right error (what was mapped of this
+             * batch would be mapped again: putting a key twice at one offset changes nothing). */
+            stop = STOP_PYTHON;
+            break;
+        }
+        records += done;
+        if (done < b.count) {
+            stop = STOP_FULL;
+            break;
+        }
+        if (b.last_offset >= start_offset)
+            last = b.last_offset;
+        at += b.size;
+    }
+    table_close(&t);
+    PyBuffer_Release(&buf);
+    return Py_BuildValue("(ninLLLL)", at, stop, entries, (long long)last, records, lookups, probes);
+}
+
+/* --- the cleaning pass -------------------------------------------------------------------------- */
+
+typedef struct {
+    uint8_t *data;
+    Py_ssize_t len, cap;
+} Out;
+
+static int out_reserve(Out *o, Py_ssize_t extra)
+{
+    if (o->len + extra <= o->cap)
+        return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 65536;
+    while (cap < o->len + extra) {
+        if (cap > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cap *= 2;
+    }
+    uint8_t *data = PyMem_Realloc(o->data, (size_t)cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->data = data;
+    o->cap = cap;
+    return 0;
+}
+
+/* Zig-zag varint of v into p (p has room for 10 bytes); returns the bytes written. */
+static inline int put_varlong(uint8_t *p, int64_t v)
+{
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    int n = 0;
+    while (z >= 0x80) {
+        p[n++] = (uint8_t)(z | 0x80);
+        z >>= 7;
+    }
+    p[n++] = (uint8_t)z;
+    return n;
+}
+
+static inline int varlong_size(int64_t v)
+{
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    int n = 1;
+    while (z >= 0x80) {
+        z >>= 7;
+        n++;
+    }
+    return n;
+}
+
+typedef struct {
+    Rec r;
+    int64_t offset, timestamp;
+} Kept;
+
+/* The size of a kept record's headers re-encoded (key as UTF-8 text, value or null); -1 when a
+ * header key is not plain ASCII (Python decodes and re-encodes those: left to it). */
+static Py_ssize_t headers_size(const uint8_t *d, Py_ssize_t end, const Rec *r)
+{
+    Py_ssize_t pos = r->headers_pos, size = varlong_size(r->header_count);
+    Err e = {0, 0, 0};
+    for (int32_t h = 0; h < r->header_count; h++) {
+        Py_ssize_t kp, vp;
+        int32_t kl, vl;
+        if (next_header(d, end, &pos, &kp, &kl, &vp, &vl, &e) < 0)
+            return -1;
+        for (int32_t i = 0; i < kl; i++)
+            if (d[kp + i] & 0x80)
+                return -1;
+        size += varlong_size(kl) + kl + varlong_size(vl < 0 ? -1 : vl) + (vl > 0 ? vl : 0);
+    }
+    return size;
+}
+
+static Py_ssize_t put_headers(uint8_t *p, const uint8_t *d, Py_ssize_t end, const Rec *r)
+{
+    Py_ssize_t pos = r->headers_pos, n = put_varlong(p, r->header_count);
+    Err e = {0, 0, 0};
+    for (int32_t h = 0; h < r->header_count; h++) {
+        Py_ssize_t kp = 0, vp = 0;
+        int32_t kl = 0, vl = -1;
+        next_header(d, end, &pos, &kp, &kl, &vp, &vl, &e); /* validated by headers_size */
+        n += put_varlong(p + n, kl);
+        memcpy(p + n, d + kp, (size_t)kl);
+        n += kl;
+        n += put_varlong(p + n, vl < 0 ? -1 : vl);
+        if (vl > 0) {
+            memcpy(p + n, d + vp, (size_t)vl);
+            n += vl;
+        }
+    }
+    return n;
+}
+
+/* The kept records of batch `b` (at d) as a new batch, as MemoryRecordsBuilder writes them: the
+ * same base offset, last offset delta and producer fields; base timestamp the delete horizon if
+ * there is one, else the first kept record's; records re-encoded.  Appends it to `o` and returns
+ * its max timestamp in *max_ts; 1 on success, 0 when the Python path must rebuild it, -1 on a
+ * Python error. */
+static int rebuild(Out *o, const uint8_t *d, const Batch *b, const Kept *kept, Py_ssize_t n, int64_t horizon,
+                   int64_t *max_ts)
+{
+    int lat = b->attributes & ATTR_LOG_APPEND_TIME;
+    int64_t first_ts = horizon != NO_TIMESTAMP ? horizon : kept[0].timestamp;
+    int64_t mts = lat ? b->max_ts : NO_TIMESTAMP;
+    Py_ssize_t size = BATCH_OVERHEAD;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Kept *k = &kept[i];
+        int64_t delta;
+        if (k->timestamp < NO_TIMESTAMP || k->r.offset_delta < 0 || (i > 0 && k->offset <= kept[i - 1].offset)
+            || __builtin_sub_overflow(k->timestamp, first_ts, &delta))
+            return 0;
+        Py_ssize_t hsize = headers_size(d, b->size, &k->r);
+        if (hsize < 0)
+            return 0;
+        Py_ssize_t body = 1 + varlong_size(delta) + varlong_size(k->r.offset_delta)
+                          + varlong_size(k->r.key_len < 0 ? -1 : k->r.key_len) + (k->r.key_len > 0 ? k->r.key_len : 0)
+                          + varlong_size(k->r.value_len < 0 ? -1 : k->r.value_len)
+                          + (k->r.value_len > 0 ? k->r.value_len : 0) + hsize;
+        size += varlong_size(body) + body;
+        if (!lat && k->timestamp > mts)
+            mts = k->timestamp;
+    }
+    if (size - 12 > INT32_MAX)
+        return 0;
+    if (out_reserve(o, size) < 0)
+        return -1;
+    uint8_t *p = o->data + o->len;
+    memcpy(p, d, BATCH_OVERHEAD); /* base offset, partition leader epoch, last offset delta, producer fields */
+    store_be32(p + LENGTH_OFFSET, (uint32_t)(size - 12));
+    p[MAGIC_OFFSET] = 2;
+    store_be16(p + ATTRIBUTES_OFFSET,
+               (uint16_t)((b->attributes & ATTR_LOG_APPEND_TIME) | (horizon != NO_TIMESTAMP ? ATTR_DELETE_HORIZON : 0)));
+    store_be64(p + BASE_TIMESTAMP_OFFSET, (uint64_t)first_ts);
+    store_be64(p + MAX_TIMESTAMP_OFFSET, (uint64_t)mts);
+    store_be32(p + RECORDS_COUNT_OFFSET, (uint32_t)n);
+    Py_ssize_t w = BATCH_OVERHEAD;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Kept *k = &kept[i];
+        int64_t delta = k->timestamp - first_ts;
+        Py_ssize_t hsize = headers_size(d, b->size, &k->r);
+        int32_t klen = k->r.key_len, vlen = k->r.value_len;
+        Py_ssize_t body = 1 + varlong_size(delta) + varlong_size(k->r.offset_delta)
+                          + varlong_size(klen < 0 ? -1 : klen) + (klen > 0 ? klen : 0)
+                          + varlong_size(vlen < 0 ? -1 : vlen) + (vlen > 0 ? vlen : 0) + hsize;
+        w += put_varlong(p + w, body);
+        p[w++] = 0; /* attributes */
+        w += put_varlong(p + w, delta);
+        w += put_varlong(p + w, k->r.offset_delta);
+        w += put_varlong(p + w, klen < 0 ? -1 : klen);
+        if (klen > 0) {
+            memcpy(p + w, d + k->r.key_pos, (size_t)klen);
+            w += klen;
+        }
+        w += put_varlong(p + w, vlen < 0 ? -1 : vlen);
+        if (vlen > 0) {
+            memcpy(p + w, d + k->r.value_pos, (size_t)vlen);
+            w += vlen;
+        }
+        w += put_headers(p + w, d, b->size, &k->r);
+    }
+    store_be32(p + CRC_OFFSET, crc32c(p + ATTRIBUTES_OFFSET, (size_t)(size - ATTRIBUTES_OFFSET)));
+    o->len += size;
+    *max_ts = mts;
+    return 1;
+}
+
+/* Is `offset` in the sorted array? */
+static int contains(const int64_t *sorted, Py_ssize_t n, int64_t offset)
+{
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && sorted[lo] == offset;
+}
+
+PyDoc_STRVAR(offset_map_filter_batches_doc,
+"offset_map_filter_batches(data, table, k0, k1, latest_offset, current_time,\n"
+"                          delete_retention_ms, protected, chunk_bytes, read_size)\n"
+"    -> (consumed, stop, out, max_offset, max_timestamp, shallow_offset, counts)\n\n"
+"The cleaning pass over the whole batches at the start of data, as Cleaner._filter_batch does it\n"
+"for a plain batch: records kept by the record rule (see offset_map_retain_v2), the batch copied\n"
+"whole when all stay (and it needs no delete horizon), dropped when none do, else rebuilt.\n"
+"A batch with a producer id whose last offset is in `protected` (sorted int64: the last data\n"
+"batches of active producers) is left to the Python path.  The walk stops before a batch that\n"
+"would make chunk_bytes + the bytes walked exceed read_size (stop 1) unless nothing is in the chunk\n"
+"yet.  out is the cleaned bytes; max_offset, max_timestamp, shallow_offset are what the segment\n"
+"append needs (-1 when out is empty); counts is (messages_read, messages_written, bytes_written,\n"
+"superseded, tombstones, keyless).");
+
+static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, prot;
+    PyObject *table;
+    unsigned long long k0, k1;
+    long long latest, now, retention;
+    Py_ssize_t chunk_bytes, read_size;
+    if (!PyArg_ParseTuple(args, "y*OKKLLLy*nn:offset_map_filter_batches", &buf, &table, &k0, &k1, &latest, &now,
+                          &retention, &prot, &chunk_bytes, &read_size))
+        return NULL;
+    PyObject *result = NULL;
+    Out o = {NULL, 0, 0};
+    Kept *kept = NULL;
+    Py_ssize_t kept_cap = 0;
+    Table t;
+    if (table_open(table, k0, k1, &t) < 0) {
+        PyBuffer_Release(&buf);
+        PyBuffer_Release(&prot);
+        return NULL;
+    }
+    const int64_t *protected_offsets = (const int64_t *)prot.buf;
+    Py_ssize_t n_protected = prot.len / 8;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    Py_ssize_t at = 0;
+    int stop = STOP_END;
+    int64_t agg_offset = -1, agg_ts = NO_TIMESTAMP, agg_shallow = -1;
+    long long read = 0, written = 0, bytes_written = 0, superseded = 0, tombstones = 0, keyless = 0;
+    long long probes = 0;
+    for (;;) {
+        Batch b;
+        int kind = plain_batch(d + at, buf.len - at, &b);
+        if (kind <= 0) {
+            stop = kind == 0 ? STOP_END : STOP_PYTHON; /* the Python path applies the budget itself */
+            break;
+        }
+        if (chunk_bytes + at > 0 && chunk_bytes + at + b.size > read_size) {
+            stop = STOP_BUDGET;
+            break;
+        }
+        if (b.producer_id >= 0 && contains(protected_offsets, n_protected, b.last_offset)) {
+            stop = STOP_PYTHON;
+            break;
+        }
+        const uint8_t *bd = d + at;
+        int has_horizon = (b.attributes & ATTR_DELETE_HORIZON) != 0;
+        int retain_deletes = !has_horizon || now < b.base_ts;
+        if (b.count > kept_cap) {
+            /* bounded by the batch's bytes: a record takes at least MIN_RECORD_BYTES */
+            Py_ssize_t most = (b.size - BATCH_OVERHEAD) / MIN_RECORD_BYTES;
+            Py_ssize_t want = b.count < most ? b.count : most;
+            if (want > kept_cap) {
+                Kept *grown = PyMem_Realloc(kept, (size_t)want * sizeof(Kept));
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                kept = grown;
+                kept_cap = want;
+            }
+        }
+        Py_ssize_t n_kept = 0;
+        long long b_superseded = 0, b_tombstones = 0, b_keyless = 0;
+        int kept_tombstone = 0, bad = 0;
+        Py_ssize_t pos = BATCH_OVERHEAD;
+        Err e = {0, 0, 0};
+        Rec group[GROUP];
+        Probe probe[GROUP];
+        int64_t offsets[GROUP];
+        for (int32_t i = 0; i < b.count && !bad;) {
+            int n = 0;
+            for (; i < b.count && n < GROUP; i++, n++) {
+                if (i >= kept_cap || parse_record(bd, b.size, &pos, &group[n], &e) < 0) {
+                    bad = 1;
+                    break;
+                }
+                offsets[n] = add64(b.base_offset, group[n].offset_delta);
+                if (offsets[n] <= latest && group[n].key_len >= 0)
+                    probe_start(&t, bd + group[n].key_pos, group[n].key_len, &probe[n]);
+            }
+            for (int k = 0; k < n && !bad; k++) {
+                const Rec *r = &group[k];
+                int64_t offset = offsets[k];
+                if (offset <= latest) {
+                    if (r->key_len < 0) {
+                        b_keyless++;
+                        continue;
+                    }
+                    if (offset < probe_get(&t, &probe[k], &probes)) {
+                        b_superseded++;
+                        continue;
+                    }
+                    if (r->value_len < 0 && !retain_deletes) {
+                        b_tombstones++;
+                        continue;
+                    }
+                }
+                kept_tombstone |= r->value_len < 0;
+                kept[n_kept].r = *r;
+                kept[n_kept].offset = offset;
+                kept[n_kept].timestamp = (b.attributes & ATTR_LOG_APPEND_TIME) ? b.max_ts
+                                                                               : add64(b.base_ts, r->ts_delta);
+                n_kept++;
+            }
+        }
+        if (bad || pos != b.size) {
+            stop = STOP_PYTHON; /* the Python path raises the right error */
+            break;
+        }
+        int need_horizon = kept_tombstone && !has_horizon;
+        int64_t out_offset, out_ts;
+        Py_ssize_t before = o.len;
+        if (n_kept == b.count && n_kept > 0 && !need_horizon) {
+            if (out_reserve(&o, b.size) < 0)
+                goto done;
+            memcpy(o.data + o.len, bd, (size_t)b.size);
+            o.len += b.size;
+            out_offset = b.last_offset;
+            out_ts = b.max_ts;
+        } else if (n_kept > 0) {
+            int64_t horizon = need_horizon ? now + retention : (has_horizon ? b.base_ts : NO_TIMESTAMP);
+            int built = rebuild(&o, bd, &b, kept, n_kept, horizon, &out_ts);
+            if (built < 0)
+                goto done;
+            if (built == 0) {
+                stop = STOP_PYTHON;
+                break;
+            }
+            out_offset = kept[n_kept - 1].offset;
+        }
+        read += b.count;
+        superseded += b_superseded;
+        tombstones += b_tombstones;
+        keyless += b_keyless;
+        if (n_kept > 0) {
+            written += n_kept;
+            bytes_written += o.len - before;
+            if (out_offset > agg_offset)
+                agg_offset = out_offset;
+            if (out_ts > agg_ts) {
+                agg_ts = out_ts;
+                agg_shallow = b.last_offset;
+            }
+        }
+        at += b.size;
+    }
+    PyObject *out = PyBytes_FromStringAndSize((const char *)o.data, o.len);
+    if (out != NULL)
+        result = Py_BuildValue("(niNLLL(LLLLLL))", at, stop, out, (long long)agg_offset, (long long)agg_ts,
+                               (long long)agg_shallow, read, written, bytes_written, superseded, tombstones, keyless);
+done:
+    PyMem_Free(kept);
+    PyMem_Free(o.data);
+    table_close(&t);
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&prot);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"siphash128", py_siphash128, METH_VARARGS, siphash128_doc},
+    {"crc32c", py_crc32c, METH_O, crc32c_doc},
+    {"offset_map_put_v2", offset_map_put_v2, METH_VARARGS, offset_map_put_v2_doc},
+    {"offset_map_retain_v2", offset_map_retain_v2, METH_VARARGS, offset_map_retain_v2_doc},
+    {"offset_map_put_batches", offset_map_put_batches, METH_VARARGS, offset_map_put_batches_doc},
+    {"offset_map_filter_batches", offset_map_filter_batches, METH_VARARGS, offset_map_filter_batches_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kafkalog.records._compact",
+    .m_doc = "The log cleaner's key hash, offset table and batch walks in C (see storage/cleaner/).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__compact(void)
+{
+    crc32c_init_tables();
+#ifdef HAVE_HW_CRC
+    __builtin_cpu_init();
+    hw_crc = __builtin_cpu_supports("sse4.2");
+#endif
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,261 @@
+"""The cleaner's C walks (``records/_compact.c``) against its Python path: the same cleaned files,
+byte for byte, on logs mixing every kind of batch; and the C module's SipHash and CRC-32C against
+their references."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import random
+import shutil
+from pathlib import Path
+
+import crc32c
+import pytest
+
+from kafkalog.clock import MockTime
+from kafkalog.errors import CorruptRecordError
+from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
+from kafkalog.records.control import EndTransactionMarker
+from kafkalog.records.native import native
+from kafkalog.records.types import ControlRecordType, Header
+from kafkalog.records.validator import AppendOrigin
+from kafkalog.storage.cleaner import offset_map as offset_map_module
+from kafkalog.storage.cleaner.cleaner import Cleaner
+from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
+from kafkalog.storage.cleaner.key_hash import KeyHash
+from kafkalog.storage.cleaner.log_cleaner_manager import LogCleanerManager
+from kafkalog.storage.cleaner.log_to_clean import LogToClean
+from kafkalog.storage.cleaner.offset_map import OffsetMap
+from kafkalog.storage.log import Log
+from kafkalog.tools.verify import verify_data_dir
+from tests.storage.conftest import config
+
+# The extension itself, even where KAFKALOG_PURE_PYTHON=1 keeps the library from using it.
+compact = importlib.import_module("kafkalog.records._compact")
+
+SECRET = bytes(range(16))
+RETENTION_MS = 5_000
+
+
+@pytest.fixture
+def c_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C module in use by the cleaner, even under KAFKALOG_PURE_PYTHON=1 (tests switch it off)."""
+    from kafkalog.storage.cleaner import key_hash
+
+    monkeypatch.setattr(key_hash, "compact_native", compact)
+    monkeypatch.setattr(offset_map_module, "compact_native", compact)
+
+
+def test_siphash_gives_the_reference_vectors() -> None:
+    # SipHash-2-4-128 with the key 00..0f over the messages 00..(n-1): vectors_sip128[n] of the
+    # reference implementation (Aumasson & Bernstein).
+    k0, k1 = int.from_bytes(SECRET[:8], "little"), int.from_bytes(SECRET[8:], "little")
+    expected = {0: "a3817f04ba25a8e66df67214c7550293", 1: "da87c1d86b99af44347659119b22fc45",
+                15: "5493e99933b0a8117e08ec0f97cfc3d9"}
+    for n, digest in expected.items():
+        first, second = compact.siphash128(bytes(range(n)), k0, k1)
+        assert (first.to_bytes(8, "little") + second.to_bytes(8, "little")).hex() == digest
+
+
+def test_key_hashes_depend_on_the_secret(c_module: None) -> None:
+    for siphash in (True, False):
+        a = KeyHash.create(SECRET, siphash=siphash)
+        b = KeyHash.create(bytes(16), siphash=siphash)
+        assert a.halves(b"key") == a.halves(b"key") != b.halves(b"key")
+    assert KeyHash.create().secret != KeyHash.create().secret  # random per map
+    assert "secret" not in repr(KeyHash.create(SECRET)) and SECRET.hex() not in repr(KeyHash.create(SECRET))
+
+
+def test_crc32c_matches_the_reference_package() -> None:
+    rng = random.Random(3)
+    for n in [*range(40), 63, 64, 65, 1000, 4097, 65536]:
+        data = rng.randbytes(n)
+        assert compact.crc32c(data) == crc32c.crc32c(data)
+
+
+# --- whole cleanings, C walks vs Python path ------------------------------------------------------
+
+def _build(directory: Path, rng: random.Random, time: MockTime, **props: object) -> Log:
+    """A compacted log of every kind of batch the cleaner meets, in random order."""
+    log = Log.open(directory, config(cleanup_policy="compact", segment_bytes=3000, **props), time=time)
+    keys = [b"k%d" % i for i in range(15)]
+    headers_choices = [(), (Header("h", b"v"),), (Header("ключ", b"v"), Header("n", None))]
+    sequences: dict[int, int] = {}
+    open_txn: dict[int, bool] = {}
+    for _ in range(120):
+        kind = rng.choice(["plain", "plain", "plain", "big", "gzip", "idempotent", "txn", "end"])
+        now = time.milliseconds()
+        n = rng.randrange(1, 60) if kind == "big" else rng.randrange(1, 8)
+        records = [SimpleRecord(None if rng.random() < 0.15 else rng.randbytes(rng.randrange(0, 30)),
+                                rng.choice(keys), now - rng.randrange(0, 3), rng.choice(headers_choices))
+                   for _ in range(n)]
+        if kind in ("plain", "big", "gzip"):
+            codec = CompressionType.GZIP if kind == "gzip" else CompressionType.NONE
+            log.append_as_leader(MemoryRecords.with_records(2, codec, records))
+        elif kind in ("idempotent", "txn"):
+            pid = rng.randrange(1, 4) + (10 if kind == "txn" else 0)
+            seq = sequences.get(pid, 0)
+            if kind == "txn":
+                open_txn[pid] = True
+            log.append_as_leader(MemoryRecords.with_records(
+                2, CompressionType.NONE, records, producer_id=pid, producer_epoch=0, base_sequence=seq,
+                is_transactional=kind == "txn"))
+            sequences[pid] = seq + n
+        elif open_txn:
+            pid = rng.choice(sorted(open_txn))
+            del open_txn[pid]
+            marker = EndTransactionMarker(rng.choice([ControlRecordType.COMMIT, ControlRecordType.ABORT]), 0)
+            log.append_as_leader(MemoryRecords.with_end_transaction_marker(0, now, 0, pid, 0, marker),
+                                 origin=AppendOrigin.COORDINATOR)
+        time.sleep(rng.randrange(0, 400))
+    for pid in sorted(open_txn):  # close what is open, so that everything becomes cleanable
+        log.append_as_leader(MemoryRecords.with_end_transaction_marker(
+            0, time.milliseconds(), 0, pid, 0, EndTransactionMarker(ControlRecordType.COMMIT, 0)),
+            origin=AppendOrigin.COORDINATOR)
+    log.roll()
+    return log
+
+
+def _clean_rounds(log: Log, memory: int, io_buffer_size: int, time: MockTime) -> CleanerStats:
+    """Clean until nothing is dirty, then again after the delete horizons pass."""
+    logs = {(log.topic, log.partition): log}
+    manager = LogCleanerManager(log.dir.parent, lambda: logs, time=time)
+    cleaner = Cleaner(OffsetMap(memory, key_hash=KeyHash.create(SECRET, siphash=True)),
+                      io_buffer_size=io_buffer_size, time=time)
+    total = CleanerStats(time)
+    tp = (log.topic, log.partition)
+    for _ in range(2):
+        for _ in range(200):
+            ltc = manager.log_to_clean(tp, force=True)
+            if ltc is None:
+                break
+            end = None
+            try:
+                end, stats = cleaner.clean(ltc)
+            finally:
+                manager.done_cleaning(tp, end)
+            total.add(stats)
+        time.sleep(RETENTION_MS + 1)
+        manager.update_checkpoints(update=(tp, 0))  # clean everything again: the horizons have passed
+    return total
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+@pytest.mark.parametrize(("seed", "memory", "io_buffer", "timestamp_type"), [
+    (1, 24 * 1000, 4096, "CreateTime"),
+    (2, 24 * 12, 4096, "CreateTime"),          # several rounds: the map holds few keys
+    (3, 24 * 1000, 1024, "LogAppendTime"),     # batches outgrow the buffer (Python path)
+    (4, 24 * 40, 64 * 1024, "CreateTime"),
+])
+def test_c_walks_and_python_path_write_the_same_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       c_module: None, seed: int, memory: int, io_buffer: int,
+                                                       timestamp_type: str) -> None:
+    props = {"delete_retention_ms": RETENTION_MS, "message_timestamp_type": timestamp_type}
+    template = tmp_path / "template" / "t-0"
+    time = MockTime()
+    _build(template, random.Random(seed), time, **props).close()
+    results = []
+    for walks in (True, False):
+        monkeypatch.setattr(offset_map_module, "compact_native", compact if walks else None)
+        directory = tmp_path / ("c" if walks else "python") / "t-0"
+        shutil.copytree(template, directory)
+        clock = MockTime(time.milliseconds())
+        log = Log.open(directory, config(cleanup_policy="compact", segment_bytes=3000, **props), time=clock)
+        stats = _clean_rounds(log, memory, io_buffer, clock)
+        log.close()
+        assert verify_data_dir(directory.parent).ok
+        results.append((_files(directory), _stats(stats)))
+    (c_files, c_stats), (py_files, py_stats) = results
+    assert c_stats == py_stats
+    assert c_stats["superseded_removed"] > 0 and c_stats["tombstones_removed"] > 0
+    assert c_files.keys() == py_files.keys()
+    for name in c_files:
+        assert c_files[name] == py_files[name], name
+
+
+def _stats(stats: CleanerStats) -> dict[str, int]:
+    return {name: getattr(stats, name) for name in (
+        "map_bytes_read", "map_messages_read", "bytes_read", "messages_read", "bytes_written",
+        "messages_written", "superseded_removed", "tombstones_removed", "aborted_removed", "invalid_removed",
+        "markers_removed", "empty_batches_kept", "segments_before", "segments_after")}
+
+
+def test_a_corrupt_batch_stops_the_c_walk_with_the_python_error(tmp_path: Path, c_module: None) -> None:
+    time = MockTime()
+    log = _build(tmp_path / "t-0", random.Random(5), time)
+    first = log.segments.values(0, log.log_end_offset)[0]
+    path = first.log.path
+    log.close()
+    data = bytearray(path.read_bytes())
+    data[200] ^= 0xFF  # inside the first batches: a CRC mismatch
+    path.write_bytes(bytes(data))
+    log = Log.open(tmp_path / "t-0", config(cleanup_policy="compact", segment_bytes=3000), time=time,
+                   had_clean_shutdown=True)
+    try:
+        cleaner = Cleaner(OffsetMap(24 * 1000), time=time)
+        assert cleaner.offset_map.walks_batches
+        with pytest.raises(CorruptRecordError, match="position"):
+            cleaner.clean(LogToClean(log.topic, log.partition, log, 0, log.active_segment.base_offset))
+    finally:
+        log.close()
+    assert os.path.getsize(path) == len(data)  # nothing was swapped in
+
+
+def _refresh_crcs(data: bytearray) -> None:
+    """Recompute the CRC of every v2 batch in ``data`` (so that damage reaches the record walk)."""
+    pos = 0
+    while pos + 61 <= len(data):
+        size = 12 + int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+        if size < 61 or pos + size > len(data) or data[pos + 16] != 2:
+            return
+        data[pos + 17:pos + 21] = crc32c.crc32c(bytes(data[pos + 21:pos + size])).to_bytes(4, "big")
+        pos += size
+
+
+def _outcome(directory: Path, walks: bool, monkeypatch: pytest.MonkeyPatch) -> object:
+    monkeypatch.setattr(offset_map_module, "compact_native", compact if walks else None)
+    log = Log.open(directory, config(cleanup_policy="compact", segment_bytes=3000), time=MockTime(),
+                   had_clean_shutdown=True)
+    try:
+        cleaner = Cleaner(OffsetMap(24 * 1000, key_hash=KeyHash.create(SECRET, siphash=True)),
+                          io_buffer_size=2048, time=log.time)
+        cleaner.clean(LogToClean(log.topic, log.partition, log, 0, log.active_segment.base_offset))
+    except Exception as e:  # the outcome compared is the error itself
+        return (type(e).__name__, str(e).split(" (")[0])
+    finally:
+        log.close()
+    return _files(directory)
+
+
+def test_damaged_records_give_the_same_outcome_on_both_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              c_module: None) -> None:
+    """Bytes flipped inside records (CRCs made to match, so the walks meet them): the C walk leaves
+    each damaged batch to the Python path, so both clean the same or fail with the same error."""
+    template = tmp_path / "template" / "t-0"
+    _build(template, random.Random(11), MockTime()).close()
+    first = min(template.glob("*.log"))
+    pristine = first.read_bytes()
+    rng = random.Random(12)
+    outcomes = set()
+    for trial in range(16):
+        damaged = bytearray(pristine)
+        for _ in range(rng.randrange(1, 4)):
+            damaged[rng.randrange(61, len(damaged))] = rng.randrange(256)
+        _refresh_crcs(damaged)
+        results = []
+        for walks in (True, False):
+            directory = tmp_path / f"{trial}-{walks}" / "t-0"
+            shutil.copytree(template, directory)
+            (directory / first.name).write_bytes(bytes(damaged))
+            results.append(_outcome(directory, walks, monkeypatch))
+        outcomes.add("error" if isinstance(results[0], tuple) else "cleaned")
+        if native is None and all(isinstance(r, tuple) for r in results):
+            # The pure-Python record walk words some errors differently from the C walks (the same
+            # kind of error: tests/records/test_native.py); with the C walker both paths share it.
+            results = [r[0] for r in results]  # type: ignore[index]
+        assert results[0] == results[1], trial
+    assert outcomes == {"error", "cleaned"}  # both kinds of outcome were met
