@@ -255,6 +255,35 @@ def test_a_failed_add_leaves_nothing_behind(use_native: bool, include_headers: b
     assert _chunk_bytes(acc.take()) == _chunk_bytes(ref.take())
 
 
+def _trailing_bytes(raw: bytearray) -> None:
+    raw += b"\0\0\0"
+    struct.pack_into(">i", raw, 8, struct.unpack_from(">i", raw, 8)[0] + 3)  # batchLength covers them
+
+
+def _header_count_too_big(raw: bytearray) -> None:
+    raw[-1] = 0x7E  # the last record's header count: 63
+
+
+@pytest.mark.parametrize(("damage", "expected"), [(_trailing_bytes, r"3 bytes after 5 records"),
+                                                  (_header_count_too_big, r"record 4\)")])
+@pytest.mark.parametrize("include_headers", [True, False])  # False: the C walk's fast lane
+def test_damage_is_the_same_error_on_every_path(include_headers: bool, damage: Callable[[bytearray], None],
+                                                 expected: str) -> None:
+    good = MemoryRecords.with_records(2, 0, [SimpleRecord(b"v%d" % i, b"k", T0) for i in range(5)])
+    raw = bytearray(good.buffer)
+    damage(raw)
+    bad = next(MemoryRecords(raw).batches())
+    messages = []
+    for use_native in (True, False):
+        acc = ColumnAccumulator(include_headers, use_native=use_native)
+        with pytest.raises(InvalidRecordError, match=expected) as err:
+            acc.add(bad)
+        messages.append(str(err.value))
+        assert len(acc) == 0
+    assert messages[0] == messages[1]
+    assert "batch at position 0, base offset 0" in messages[0]
+
+
 def test_timestamp_deltas_wrap_like_java_longs(monkeypatch: pytest.MonkeyPatch) -> None:
     # first timestamp -1, then Long.MAX_VALUE: the delta 2**63 is Java's Long.MIN_VALUE, and
     # base + delta wraps back to Long.MAX_VALUE on read, in both walks

@@ -671,10 +671,9 @@ static PyObject *acc_add_v2(Acc *a, PyObject *args)
             raise_err(&e, failed);
             goto fail;
         }
-        count = 0; /* walked: skip the checked loop */
     }
     Rec r;
-    for (Py_ssize_t i = 0; i < count; i++) {
+    for (Py_ssize_t i = 0; !fast && i < count; i++) { /* the checked path */
         if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
             if (i >= cap)
                 e.code = E_EOF;

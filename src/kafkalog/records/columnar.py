@@ -289,7 +289,8 @@ class _PyAccumulator:
                timestamp_type: int, log_append_time: int | None, start: int, end: int) -> int:
         try:
             offsets, timestamps, keys, values, headers, _ = default_batch.decode_records_area(
-                bytes(data), pos, count, base_offset, base_timestamp, log_append_time, "")
+                # "{where}" left for ColumnAccumulator.add to fill in, as in the C walk's messages
+                bytes(data), pos, count, base_offset, base_timestamp, log_append_time, "{where}")
         except InvalidRecordError as e:
             raise ValueError(str(e), -1) from None
         keep = [i for i, o in enumerate(offsets) if start <= o < end]
