@@ -86,6 +86,11 @@ class KafkaStorageError(KafkaLogError):
     """An I/O failure, or a data directory in a state kafkalog cannot work with."""
 
 
+class SegmentReplacedError(KafkaStorageError):
+    """A read-only reader's segment was replaced on disk by a writer in another process (the
+    cleaner's swap, retention) after the reader opened it: its indexes no longer match its data."""
+
+
 class LogDirLockedError(KafkaStorageError):
     """Another process holds the data directory's ``.lock``."""
 

@@ -30,12 +30,13 @@ def append(log: Log, entries: list[Entry], *, codec: CompressionType = Compressi
         2, codec, [SimpleRecord(v, k, now, headers) for k, v in entries]))
 
 
-def clean(log: Log, memory: int = 24 * 10_000, *, max_rounds: int = 1000) -> tuple[int, CleanerStats]:
+def clean(log: Log, memory: int = 24 * 10_000, *, max_rounds: int = 1000, offset_map: OffsetMap | None = None,
+          io_buffer_size: int = 4096) -> tuple[int, CleanerStats]:
     """Clean ``log`` round after round (as ``kafkalog compact`` does) until nothing cleanable is dirty.
     Returns (rounds, summed stats)."""
     logs = {(log.topic, log.partition): log}
     manager = LogCleanerManager(log.dir.parent, lambda: logs, time=log.time)
-    cleaner = Cleaner(OffsetMap(memory), io_buffer_size=4096, time=log.time)
+    cleaner = Cleaner(offset_map or OffsetMap(memory), io_buffer_size=io_buffer_size, time=log.time)
     total = CleanerStats(log.time)
     rounds = 0
     tp = (log.topic, log.partition)

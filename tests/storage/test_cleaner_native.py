@@ -29,6 +29,7 @@ from kafkalog.storage.cleaner.log_to_clean import LogToClean
 from kafkalog.storage.cleaner.offset_map import OffsetMap
 from kafkalog.storage.log import Log
 from kafkalog.tools.verify import verify_data_dir
+from tests.storage._cleaning import clean
 from tests.storage.conftest import config
 
 # The extension itself, even where KAFKALOG_PURE_PYTHON=1 keeps the library from using it.
@@ -119,23 +120,12 @@ def _build(directory: Path, rng: random.Random, time: MockTime, **props: object)
 
 def _clean_rounds(log: Log, memory: int, io_buffer_size: int, time: MockTime) -> CleanerStats:
     """Clean until nothing is dirty, then again after the delete horizons pass."""
-    logs = {(log.topic, log.partition): log}
-    manager = LogCleanerManager(log.dir.parent, lambda: logs, time=time)
-    cleaner = Cleaner(OffsetMap(memory, key_hash=KeyHash.create(SECRET, siphash=True)),
-                      io_buffer_size=io_buffer_size, time=time)
-    total = CleanerStats(time)
+    offset_map = OffsetMap(memory, key_hash=KeyHash.create(SECRET, siphash=True))
     tp = (log.topic, log.partition)
+    manager = LogCleanerManager(log.dir.parent, lambda: {tp: log}, time=time)
+    total = CleanerStats(time)
     for _ in range(2):
-        for _ in range(200):
-            ltc = manager.log_to_clean(tp, force=True)
-            if ltc is None:
-                break
-            end = None
-            try:
-                end, stats = cleaner.clean(ltc)
-            finally:
-                manager.done_cleaning(tp, end)
-            total.add(stats)
+        total.add(clean(log, offset_map=offset_map, io_buffer_size=io_buffer_size)[1])
         time.sleep(RETENTION_MS + 1)
         manager.update_checkpoints(update=(tp, 0))  # clean everything again: the horizons have passed
     return total

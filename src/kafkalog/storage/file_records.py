@@ -184,6 +184,23 @@ class FileRecords:
         self._size = min(length, self._end) - self._start
         return self._size
 
+    def is_current_file(self) -> bool:
+        """Whether the file at this view's path is still the one it reads. A writer in another
+        process may have replaced it (the cleaner's swap) or deleted it (retention) since it was
+        opened; a remote file without a descriptor is taken to be current."""
+        try:
+            fd = self._channel.fd
+        except KafkaStorageError:
+            return True
+        try:
+            held = os.fstat(fd)
+            now = os.stat(self._path)
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            raise KafkaStorageError(f"Cannot stat log file {self._path}: {e}") from e
+        return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+
     # --- opening ------------------------------------------------------------------------------
 
     @classmethod

@@ -25,12 +25,12 @@ import logging
 import shutil
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
 from enum import Enum
 from operator import attrgetter
 from pathlib import Path
-from typing import NamedTuple, Self
+from typing import Any, NamedTuple, Self, TypeVar
 
 from kafkalog.clock import SYSTEM_TIME, Time
 from kafkalog.errors import (
@@ -40,6 +40,7 @@ from kafkalog.errors import (
     OffsetOutOfRangeError,
     OffsetsOutOfOrderError,
     RecordBatchTooLargeError,
+    SegmentReplacedError,
     UnexpectedAppendOffsetError,
 )
 from kafkalog.records.batch import RecordBatch
@@ -109,6 +110,10 @@ __all__ = [
     "LastRecord",
     "Log",
 ]
+
+_R = TypeVar("_R")
+# A read-only read that finds its segments replaced on disk starts over this many times at most.
+_READ_ONLY_ATTEMPTS = 3
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +235,7 @@ class Log:
         self._last_flush_ms = time.milliseconds()
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._retired: list[LogSegment] = []  # read-only: segments replaced on disk (closed at close)
         self.topic, self.partition = parse_topic_partition(directory.name)
         self._recovery_report = RecoveryReport(self.topic, self.partition)
         # Published for readers, always before ``_end`` (see the module docstring).
@@ -510,6 +516,53 @@ class Log:
                     self._replay_into_producer_state(self._producer_state.map_end_offset, end)
                     self._first_unstable = self._compute_first_unstable()
                 self._end = end
+
+    def _retrying(self, read: Callable[..., _R], *args: Any) -> _R:
+        """``read(*args)``; a read-only log retries it after taking in replaced segments."""
+        for attempt in range(_READ_ONLY_ATTEMPTS):
+            try:
+                return read(*args)
+            except SegmentReplacedError:
+                if not self._read_only or attempt + 1 == _READ_ONLY_ATTEMPTS:
+                    raise
+                self._reopen_replaced_segments()
+        raise AssertionError("unreachable")
+
+    def _reopen_replaced_segments(self) -> None:
+        """Read-only: the segments a writer in another process replaced (the cleaner's swap) or
+        deleted (retention) since this log opened them give way to what is on disk now. Those let go
+        stay open until :meth:`close`: batches already handed out may still read through them."""
+        with self._lock:
+            try:
+                on_disk = dict(list_segment_logs(self._fs, self._dir))
+            except KafkaStorageError:
+                on_disk = {}
+            active_base = self._segments.active_segment.base_offset
+            replaced = set()
+            for segment in list(self._segments):
+                if segment.base_offset in on_disk and segment.log.is_current_file():
+                    continue
+                self._segments.remove(segment.base_offset)
+                self._retired.append(segment)
+                replaced.add(segment.base_offset)
+            for base, size in sorted(on_disk.items()):
+                if base in self._segments or base > active_base:
+                    continue  # newer segments are the end refresh's to pick up
+                try:
+                    self._segments.add(open_segment(self._dir, base, self._config, self._time,
+                                                    file_already_exists=True, read_only=True, fs=self._fs,
+                                                    log_size=size))
+                except KafkaStorageError:
+                    continue  # gone again: the next attempt looks once more
+            first = self._segments.first_segment
+            if first is None:
+                raise SegmentReplacedError(f"Every segment of {self._fs.describe(self._dir)} went away")
+            self._log_start_offset = max(self._log_start_offset, first.base_offset)
+            if self._end.segment_base_offset in replaced:
+                # The end's segment was replaced too: find the end again in what is there now.
+                last = self._segments.active_segment
+                self._end = self._scan_segment_end(last, _EndSnapshot(last.base_offset, last.base_offset, 0))
+            self._refresh_read_only_end()
 
     # --- appending --------------------------------------------------------------------------
 
@@ -807,7 +860,26 @@ class Log:
 
         Only segments that can hold the range are touched, and within the first one the offset index
         finds where to start. A start below the log start offset reads from the log start offset.
+        A read-only log whose segments a writer in another process replaced meanwhile (compaction,
+        retention) goes on from the next offset in what is on disk now.
         """
+        if not self._read_only:
+            yield from self._batches_once(start_offset, end_offset, isolation)
+            return
+        start = start_offset
+        for attempt in range(_READ_ONLY_ATTEMPTS):
+            try:
+                for batch in self._batches_once(start, end_offset, isolation):
+                    yield batch
+                    start = batch.last_offset + 1
+                return
+            except SegmentReplacedError:
+                if attempt + 1 == _READ_ONLY_ATTEMPTS:
+                    raise
+                self._reopen_replaced_segments()
+
+    def _batches_once(self, start_offset: int, end_offset: int | None,
+                      isolation: FetchIsolation) -> Iterator[RecordBatch]:
         end = self._current_end()
         upper = self._upper_bound(isolation)
         stop = upper if end_offset is None else min(end_offset, upper)
@@ -866,6 +938,9 @@ class Log:
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start_offset, upper_bound_offset), from the txn indexes
         (an abort may be indexed in a later segment than its data)."""
+        return self._retrying(self._collect_aborted_once, start_offset, upper_bound_offset)
+
+    def _collect_aborted_once(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         found: list[AbortedTxn] = []
         segment = self._segments.floor_segment(start_offset) or self._segments.first_segment
         while segment is not None:
@@ -891,12 +966,15 @@ class Log:
             return TimestampAndOffset(NO_TIMESTAMP, self.log_end_offset, self.latest_epoch)
         if target_timestamp == LATEST_TIERED_TIMESTAMP:
             return TimestampAndOffset(NO_TIMESTAMP, -1, -1)  # no tiered storage: Kafka's answer
+        if target_timestamp != MAX_TIMESTAMP and target_timestamp < 0:
+            raise IllegalArgumentError(f"Invalid target timestamp {target_timestamp} for {self._dir.name}")
+        return self._retrying(self._offset_for_timestamp_once, target_timestamp)
+
+    def _offset_for_timestamp_once(self, target_timestamp: int) -> TimestampAndOffset | None:
         end = self._current_end()
         segments = list(self._segments)
         if target_timestamp == MAX_TIMESTAMP:
             return self._max_timestamp_and_offset(segments, end)
-        if target_timestamp < 0:
-            raise IllegalArgumentError(f"Invalid target timestamp {target_timestamp} for {self._dir.name}")
         for segment in segments:
             if segment.largest_timestamp >= target_timestamp:
                 found = segment.find_offset_by_timestamp(target_timestamp, self._log_start_offset)
@@ -1181,6 +1259,9 @@ class Log:
             finally:
                 self._closed = True
                 self._segments.close()
+                for segment in self._retired:
+                    segment.close()
+                self._retired.clear()
                 self.delete_pending_files(force=True)
 
     def delete(self) -> None:

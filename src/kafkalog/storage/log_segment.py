@@ -33,6 +33,7 @@ from kafkalog.errors import (
     KafkaStorageError,
     LogSegmentOffsetOverflowError,
     NoSuchFileError,
+    SegmentReplacedError,
 )
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.types import MAGIC_V2
@@ -132,6 +133,12 @@ class RollParams:
 # --- lazy index ---------------------------------------------------------------------------------
 
 I = TypeVar("I", bound=AbstractIndex)  # noqa: E741 - Kafka's type parameter name
+
+
+def _check_current(log: FileRecords, base_offset: int) -> None:
+    if not log.is_current_file():
+        raise SegmentReplacedError(
+            f"Segment {base_offset} ({log.path}) was replaced or deleted on disk after it was opened")
 
 
 class LazyIndex(Generic[I]):
@@ -290,14 +297,30 @@ class LogSegment:
             fs=fs if read_only else None,
             size=log_size,
         )
-        writable = not read_only
+        if read_only:
+            # Indexes are read when first needed, maybe after a writer in another process replaced the
+            # segment: each is checked, once read, to belong to the .log this segment reads (the
+            # writer renames the .log before its indexes, so a .log still in place vouches for them).
+            def checked(index: I) -> I:
+                _check_current(records, base_offset)
+                return index
+
+            offset_index: LazyIndex[OffsetIndex] = LazyIndex(
+                offset_index_file(directory, base_offset, file_suffix),
+                lambda p: checked(OffsetIndex(p, base_offset, max_index_size, False, fs=fs)))
+            time_index: LazyIndex[TimeIndex] = LazyIndex(
+                time_index_file(directory, base_offset, file_suffix),
+                lambda p: checked(TimeIndex(p, base_offset, max_index_size, False, fs=fs)))
+        else:
+            offset_index = LazyIndex.for_offset(offset_index_file(directory, base_offset, file_suffix),
+                                                base_offset, max_index_size)
+            time_index = LazyIndex.for_time(time_index_file(directory, base_offset, file_suffix), base_offset,
+                                            max_index_size)
         index_fs = fs if read_only else None
         return cls(
             records,
-            LazyIndex.for_offset(offset_index_file(directory, base_offset, file_suffix), base_offset,
-                                 max_index_size, writable, index_fs),
-            LazyIndex.for_time(time_index_file(directory, base_offset, file_suffix), base_offset,
-                               max_index_size, writable, index_fs),
+            offset_index,
+            time_index,
             TransactionIndex(transaction_index_file(directory, base_offset, file_suffix), base_offset,
                              fs=index_fs),
             base_offset,
@@ -570,7 +593,10 @@ class LogSegment:
         return next_offset > self._base_offset and not self._can_convert_to_relative_offset(next_offset - 1)
 
     def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
-        return self._txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+        found = self._txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+        if self._read_only:
+            _check_current(self._log, self._base_offset)  # the file just read belongs to our .log
+        return found
 
     # --- rolling ------------------------------------------------------------------------------
 
