@@ -221,3 +221,40 @@ def test_a_log_truncated_during_cleaning_does_not_get_its_data_back(tmp_path: Pa
     assert all_records(log) == []
     assert not [p for p in log.dir.iterdir() if p.name.endswith((".cleaned", ".swap"))]
     log.close()
+
+
+def test_an_aborted_clean_leaves_every_group_whole(tmp_path: Path) -> None:
+    """Groups are swapped in one behind the other (each once its flush is done): an abort at any check
+    leaves the groups swapped so far cleaned, the others as they were, no cleaned file behind."""
+    import pytest
+
+    from kafkalog.storage.cleaner.cleaner import Cleaner, LogCleaningAbortedError
+    from kafkalog.storage.cleaner.log_to_clean import LogToClean
+    from kafkalog.storage.cleaner.offset_map import OffsetMap
+
+    template = tmp_path / "template"
+    log = compacted_log(template, segment_bytes=2000)
+    for i in range(300):
+        append(log, [(f"k{i % 40}".encode(), f"v{i}".encode())])
+    log.roll()
+    expected = {r.key: r.value for r in all_records(log)}  # the latest value of each key
+    log.close()
+    for abort_at in range(1, 12):
+        work = tmp_path / f"work-{abort_at}"
+        shutil.copytree(template, work)
+        log = Log.open(work / "topic-0", config(cleanup_policy="compact", segment_bytes=2000))
+        calls = 0
+
+        def check_done(_: str, limit: int = abort_at) -> None:
+            nonlocal calls
+            calls += 1
+            if calls == limit:
+                raise LogCleaningAbortedError("aborted by the test")
+
+        cleaner = Cleaner(OffsetMap(24 * 1000), io_buffer_size=1024, check_done=check_done)
+        with pytest.raises(LogCleaningAbortedError):
+            cleaner.clean(LogToClean("topic", 0, log, 0, log.active_segment.base_offset))
+        assert {r.key: r.value for r in all_records(log)} == expected
+        log.close()
+        assert not [p.name for p in (work / "topic-0").iterdir() if p.suffix in (".cleaned", ".swap")]
+        assert verify_data_dir(work).ok

@@ -648,6 +648,8 @@ static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
     int stop = STOP_END;
     long long records = 0, lookups = 0, probes = 0;
     int64_t last = latest;
+    /* Pure C over buffers this call holds: other threads (the broker's event loop) run meanwhile. */
+    Py_BEGIN_ALLOW_THREADS
     for (;;) {
         Batch b;
         int kind = plain_batch(d + at, buf.len - at, &b);
@@ -674,6 +676,7 @@ static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
             last = b.last_offset;
         at += b.size;
     }
+    Py_END_ALLOW_THREADS
     table_close(&t);
     PyBuffer_Release(&buf);
     return Py_BuildValue("(ninLLLL)", at, stop, entries, (long long)last, records, lookups, probes);
@@ -686,23 +689,21 @@ typedef struct {
     Py_ssize_t len, cap;
 } Out;
 
+/* Room for `extra` more bytes; -1 when memory runs out.  Raw allocations, no Python call: the
+ * walk runs without the GIL. */
 static int out_reserve(Out *o, Py_ssize_t extra)
 {
     if (o->len + extra <= o->cap)
         return 0;
     Py_ssize_t cap = o->cap ? o->cap : 65536;
     while (cap < o->len + extra) {
-        if (cap > PY_SSIZE_T_MAX / 2) {
-            PyErr_NoMemory();
+        if (cap > PY_SSIZE_T_MAX / 2)
             return -1;
-        }
         cap *= 2;
     }
-    uint8_t *data = PyMem_Realloc(o->data, (size_t)cap);
-    if (data == NULL) {
-        PyErr_NoMemory();
+    uint8_t *data = PyMem_RawRealloc(o->data, (size_t)cap);
+    if (data == NULL)
         return -1;
-    }
     o->data = data;
     o->cap = cap;
     return 0;
@@ -779,8 +780,8 @@ static Py_ssize_t put_headers(uint8_t *p, const uint8_t *d, Py_ssize_t end, cons
 /* The kept records of batch `b` (at d) as a new batch, as MemoryRecordsBuilder writes them: the
  * same base offset, last offset delta and producer fields; base timestamp the delete horizon if
  * there is one, else the first kept record's; records re-encoded.  Appends it to `o` and returns
- * its max timestamp in *max_ts; 1 on success, 0 when the Python path must rebuild it, -1 on a
- * Python error. */
+ * its max timestamp in *max_ts; 1 on success, 0 when the Python path must rebuild it, -1 when
+ * memory runs out. */
 static int rebuild(Out *o, const uint8_t *d, const Batch *b, const Kept *kept, Py_ssize_t n, int64_t horizon,
                    int64_t *max_ts)
 {
@@ -905,6 +906,9 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
     int64_t agg_offset = -1, agg_ts = NO_TIMESTAMP, agg_shallow = -1;
     long long read = 0, written = 0, bytes_written = 0, superseded = 0, tombstones = 0, keyless = 0;
     long long probes = 0;
+    int nomem = 0;
+    /* Pure C over buffers this call holds (raw allocations): other threads run meanwhile. */
+    Py_BEGIN_ALLOW_THREADS
     for (;;) {
         Batch b;
         int kind = plain_batch(d + at, buf.len - at, &b);
@@ -928,10 +932,10 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
             Py_ssize_t most = (b.size - BATCH_OVERHEAD) / MIN_RECORD_BYTES;
             Py_ssize_t want = b.count < most ? b.count : most;
             if (want > kept_cap) {
-                Kept *grown = PyMem_Realloc(kept, (size_t)want * sizeof(Kept));
+                Kept *grown = PyMem_RawRealloc(kept, (size_t)want * sizeof(Kept));
                 if (grown == NULL) {
-                    PyErr_NoMemory();
-                    goto done;
+                    nomem = 1;
+                    break;
                 }
                 kept = grown;
                 kept_cap = want;
@@ -989,8 +993,10 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
         int64_t out_offset, out_ts;
         Py_ssize_t before = o.len;
         if (n_kept == b.count && n_kept > 0 && !need_horizon) {
-            if (out_reserve(&o, b.size) < 0)
-                goto done;
+            if (out_reserve(&o, b.size) < 0) {
+                nomem = 1;
+                break;
+            }
             memcpy(o.data + o.len, bd, (size_t)b.size);
             o.len += b.size;
             out_offset = b.last_offset;
@@ -998,8 +1004,10 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
         } else if (n_kept > 0) {
             int64_t horizon = need_horizon ? now + retention : (has_horizon ? b.base_ts : NO_TIMESTAMP);
             int built = rebuild(&o, bd, &b, kept, n_kept, horizon, &out_ts);
-            if (built < 0)
-                goto done;
+            if (built < 0) {
+                nomem = 1;
+                break;
+            }
             if (built == 0) {
                 stop = STOP_PYTHON;
                 break;
@@ -1022,13 +1030,18 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
         }
         at += b.size;
     }
+    Py_END_ALLOW_THREADS
+    if (nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
     PyObject *out = PyBytes_FromStringAndSize((const char *)o.data, o.len);
     if (out != NULL)
         result = Py_BuildValue("(niNLLL(LLLLLL))", at, stop, out, (long long)agg_offset, (long long)agg_ts,
                                (long long)agg_shallow, read, written, bytes_written, superseded, tombstones, keyless);
 done:
-    PyMem_Free(kept);
-    PyMem_Free(o.data);
+    PyMem_RawFree(kept);
+    PyMem_RawFree(o.data);
     table_close(&t);
     PyBuffer_Release(&buf);
     PyBuffer_Release(&prot);

@@ -13,9 +13,11 @@ One cleaning round of a log:
    batch, the records that are the latest of their key (or past the mapped range), tombstones
    until their delete horizon, and what transactions and producer state need (see
    :meth:`Cleaner._check_batch_retention`). Records keep their offsets, timestamps and headers; a
-   batch whose records all stay is copied byte for byte. The new segment is flushed and swapped in
-   with :meth:`Log.replace_segments` (``.cleaned`` -> ``.swap`` -> old ones ``.deleted`` -> swap
-   suffix dropped), which a crash at any point leaves recoverable by the loader.
+   batch whose records all stay is copied byte for byte. The new segment is flushed (on a helper
+   thread, while the next group is cleaned) and then swapped in with :meth:`Log.replace_segments`
+   (``.cleaned`` -> ``.swap`` -> old ones ``.deleted`` -> swap suffix dropped), which a crash at any
+   point leaves recoverable by the loader. An abort or error drops the one cleaned segment not yet
+   swapped in; the groups swapped in before it stay cleaned.
 
 The active segment is never cleaned. What is removed is counted in :class:`CleanerStats` and logged.
 """
@@ -25,6 +27,8 @@ from __future__ import annotations
 import logging
 from array import array
 from collections.abc import Callable, Iterator
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -70,6 +74,15 @@ class BatchRetention(Enum):
     DELETE = "delete"            # the batch goes, records and all
     DELETE_EMPTY = "delete_empty"  # the batch goes if none of its records stay
     RETAIN_EMPTY = "retain_empty"  # the batch stays, as an empty batch if none of its records do
+
+
+@dataclass(frozen=True, slots=True)
+class _Cleaned:
+    """A cleaned segment waiting for its flush, and the group it replaces."""
+
+    segment: LogSegment
+    group: list[LogSegment]
+    flushing: Future[None]
 
 
 @dataclass(slots=True)
@@ -184,9 +197,26 @@ class Cleaner:
                                         target.config.segment_index_bytes, upper_bound)
         stats.segments_before = len(segments)
         stats.segments_after = len(groups)
-        for group in groups:
-            self.clean_segments(target, group, self.offset_map, current_time, stats, transaction_metadata,
-                                legacy_delete_horizon_ms, upper_bound)
+        # Each cleaned segment is flushed on a helper thread while the next group is cleaned, and
+        # swapped in once flushed: the fsyncs (a third of a clean of page-cached data) overlap the work.
+        pending: _Cleaned | None = None  # cleaned, flushing, not swapped in yet
+        thread_name = f"cleaner-{self.cleaner_id}-flush"
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name) as flusher:
+            try:
+                for group in groups:
+                    cleaned = self.clean_segments(target, group, self.offset_map, current_time, stats,
+                                                  transaction_metadata, legacy_delete_horizon_ms, upper_bound)
+                    previous, pending = pending, _Cleaned(cleaned, group, flusher.submit(cleaned.flush))
+                    if previous is not None:
+                        self._swap_in(target, previous)
+                if pending is not None:
+                    last, pending = pending, None
+                    self._swap_in(target, last)
+            finally:
+                if pending is not None:  # failed or aborted: the last cleaned segment is not swapped in
+                    futures.wait([pending.flushing])
+                    pending.segment.close()
+                    pending.segment.delete_if_exists()
         stats.buffer_utilization = self.offset_map.utilization
         stats.all_done()
         log.info("Cleaned log %s up to offset %d in %.1f s: %d segment(s) into %d; %s", name, end_offset,
@@ -273,8 +303,8 @@ class Cleaner:
 
     def clean_segments(self, target: Log, group: list[LogSegment], offset_map: OffsetMap, current_time: int,
                        stats: CleanerStats, transaction_metadata: CleanedTransactionMetadata,
-                       legacy_delete_horizon_ms: int, upper_bound_offset: int) -> None:
-        """Clean ``group`` into one new segment and swap it in."""
+                       legacy_delete_horizon_ms: int, upper_bound_offset: int) -> LogSegment:
+        """Clean ``group`` into one new segment (``.cleaned``, not yet flushed) and return it."""
         base = group[0].base_offset
         LogSegment.delete_files_if_exist(target.dir, base, CLEANED_FILE_SUFFIX)
         cleaned = open_segment(target.dir, base, target.config, self._time, file_already_exists=False,
@@ -293,15 +323,25 @@ class Cleaner:
                                 target.config.delete_retention_ms, transaction_metadata, last_records,
                                 upper_bound_offset, stats, current_time)
             cleaned.on_become_inactive_segment()
-            cleaned.flush()
-            cleaned.set_last_modified(group[-1].last_modified)
-            self._check_done(target.dir.name)
-            log.info("Swapping in cleaned segment %d for %d segment(s) of %s", base, len(group),
-                     target.dir.name)
-            target.replace_segments([cleaned], group)
+            return cleaned
         except BaseException:
             cleaned.close()
             cleaned.delete_if_exists()
+            raise
+
+    def _swap_in(self, target: Log, cleaned: _Cleaned) -> None:
+        """Once its flush is done, swap a cleaned segment in for its group (``Log.replace_segments``)."""
+        segment, group = cleaned.segment, cleaned.group
+        try:
+            cleaned.flushing.result()
+            segment.set_last_modified(group[-1].last_modified)
+            self._check_done(target.dir.name)
+            log.info("Swapping in cleaned segment %d for %d segment(s) of %s", segment.base_offset,
+                     len(group), target.dir.name)
+            target.replace_segments([segment], group)
+        except BaseException:
+            segment.close()
+            segment.delete_if_exists()
             raise
 
     def clean_into(self, target: Log, source: FileRecords, dest: LogSegment, offset_map: OffsetMap,
