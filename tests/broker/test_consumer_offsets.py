@@ -24,7 +24,11 @@ from kio.schema.errors import ErrorCode as E
 
 from kafkalog.broker.embedded import Broker
 from kafkalog.broker.group.group_metadata_manager import GroupMetadataManager
-from kafkalog.broker.group.group_metadata_records import (
+from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME, java_string_hash, partition_for
+from kafkalog.clock import MockTime
+from kafkalog.errors import CorruptRecordError
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.group_metadata_records import (
     GroupMetadataValue,
     MemberMetadataValue,
     OffsetCommitKey,
@@ -36,10 +40,6 @@ from kafkalog.broker.group.group_metadata_records import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME, java_string_hash, partition_for
-from kafkalog.clock import MockTime
-from kafkalog.errors import CorruptRecordError
-from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.storage.cleaner.compact import compact_logs
 from kafkalog.storage.log_manager import LogManager
 from tests.broker import _raw

@@ -9,7 +9,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode as E
 
 from kafkalog.broker.group.group_coordinator import GroupConfig, GroupCoordinator
-from kafkalog.broker.group.group_metadata_records import GroupMetadataValue, MemberMetadataValue
+from kafkalog.protocol.group_metadata_records import GroupMetadataValue, MemberMetadataValue
 
 PROTO = [("range", b"sub-range"), ("roundrobin", b"sub-rr")]
 FAST = GroupConfig(min_session_timeout_ms=10, max_session_timeout_ms=60000, initial_rebalance_delay_ms=0)

@@ -9,13 +9,13 @@ import base64
 import struct
 from typing import Any
 
-from kafkalog.broker.group.group_metadata_records import (
+from kafkalog.errors import KafkaLogError
+from kafkalog.protocol.group_metadata_records import (
     GroupMetadataValue,
     OffsetCommitKey,
     decode_key,
     decode_value,
 )
-from kafkalog.errors import KafkaLogError
 
 __all__ = ["decode_offsets_record"]
 

@@ -24,9 +24,9 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.group.delayed_join import DelayedJoin
 from kafkalog.broker.group.group_metadata import GroupMetadata
-from kafkalog.broker.group.group_metadata_records import GroupMetadataValue, MemberMetadataValue
 from kafkalog.broker.group.group_state import GroupState
 from kafkalog.broker.group.member_metadata import JoinResult, MemberMetadata, SyncResult
+from kafkalog.protocol.group_metadata_records import GroupMetadataValue, MemberMetadataValue
 
 __all__ = ["GroupConfig", "GroupCoordinator", "GroupSummary", "MemberSummary"]
 

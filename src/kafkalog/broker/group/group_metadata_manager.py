@@ -29,7 +29,14 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.error_codes import error_code_for
-from kafkalog.broker.group.group_metadata_records import (
+from kafkalog.broker.group.offsets_topic import (
+    GROUP_METADATA_TOPIC_NAME,
+    offsets_topic_configs,
+    partition_for,
+)
+from kafkalog.clock import SYSTEM_TIME, Time
+from kafkalog.errors import KafkaLogError, TopicExistsError
+from kafkalog.protocol.group_metadata_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
@@ -41,13 +48,6 @@ from kafkalog.broker.group.group_metadata_records import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from kafkalog.broker.group.offsets_topic import (
-    GROUP_METADATA_TOPIC_NAME,
-    offsets_topic_configs,
-    partition_for,
-)
-from kafkalog.clock import SYSTEM_TIME, Time
-from kafkalog.errors import KafkaLogError, TopicExistsError
 from kafkalog.records import MAGIC_V2, CompressionType, MemoryRecords, SimpleRecord
 from kafkalog.records.validator import AppendOrigin
 from kafkalog.storage.log_manager import LogManager

@@ -12,12 +12,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.group.coordinator_of import group_coordinator
-from kafkalog.broker.group.group_metadata_records import OffsetCommitValue
 from kafkalog.broker.group.manager_of import group_metadata_manager
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
+from kafkalog.protocol.group_metadata_records import OffsetCommitValue
 
 _MS = timedelta(milliseconds=1)
 
