@@ -3,10 +3,10 @@
 Planning (driver) needs topics, partitions, the earliest/latest offsets of each partition, the
 answer of the time index to "first offset with timestamp >= T" and batch boundaries to split
 ranges at; executors need the visible batches of one partition (``Log.visible_batches``). All of
-it goes through ``kafkalog.storage`` (``partition_dirs.list_topic_partitions``, ``Log`` opened
-read-only, the data directory's checkpoint and topic-config files), so a writer in another process
-is never disturbed, and nothing here reads a ``.log`` file, parses bytes or a directory name by
-itself.
+it goes through ``kafkalog.storage`` (``partition_dirs.list_topic_partitions``,
+``read_only_partition.open_partition_read_only``), so a writer in another process is never
+disturbed, and nothing here reads a ``.log`` file, a checkpoint, parses bytes or a directory name
+by itself.
 
 Only the partitions a query touches are opened (a read-only ``LogManager`` would open every
 partition of every topic in the directory, for each task).
@@ -23,9 +23,10 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafkalog.errors import KafkaLogError, UnknownTopicOrPartitionError
+from kafkalog.errors import UnknownTopicOrPartitionError
 from kafkalog.spark.options import Subscription, TopicPartition
 from kafkalog.storage.filesystem import FileSystem, resolve_filesystem
+from kafkalog.storage.read_only_partition import DataDirFiles, open_partition_read_only
 
 if TYPE_CHECKING:
     from kafkalog.storage.log import Log
@@ -39,45 +40,17 @@ def data_location(path: str, fs_options: Mapping[str, str] | tuple[tuple[str, st
     return resolve_filesystem(path, dict(fs_options))
 
 
-def _topic_configs(fs: FileSystem, root: Path) -> dict[str, dict[str, str]]:
-    from kafkalog.storage.config import read_topic_configs
-
-    return read_topic_configs(root, fs=fs)
-
-
-def _log_start_offsets(fs: FileSystem, root: Path) -> dict[TopicPartition, int]:
-    from kafkalog.storage.checkpoint import LOG_START_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
-
-    with suppress(KafkaLogError, OSError):
-        return OffsetCheckpointFile(root / LOG_START_OFFSET_CHECKPOINT_FILE, fs=fs).read()
-    return {}
-
-
-def open_partition(path: str, topic: str, partition: int, *,
-                   topic_configs: dict[str, dict[str, str]] | None = None,
-                   log_start_offsets: dict[TopicPartition, int] | None = None,
+def open_partition(path: str, topic: str, partition: int, *, files: DataDirFiles | None = None,
                    fs: FileSystem | None = None, root: Path | None = None) -> Log:
-    """One partition opened read-only, with its topic config and checkpointed log start offset
-    (what a read-only ``LogManager`` would give it). ``topic_configs``/``log_start_offsets`` are the
-    data directory's files already read, when opening several partitions; ``fs``/``root`` its
-    ``data_location`` (default: resolved from ``path``)."""
-    from kafkalog.storage.config import LogConfig
-    from kafkalog.storage.log import Log
-    from kafkalog.storage.log_file_utils import topic_partition_dir_name
-
+    """One partition opened read-only by storage's rules (``storage.read_only_partition``);
+    ``fs``/``root`` are ``path``'s ``data_location`` (default: resolved from ``path``)."""
     if fs is None or root is None:
         fs, root = data_location(path)
-    # the validated name: a topic like "../x" must not reach outside the data directory
-    directory = root / topic_partition_dir_name(topic, partition)
-    if not fs.is_dir(directory):
-        raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist in {path}")
-    if topic_configs is None:
-        topic_configs = _topic_configs(fs, root)
-    if log_start_offsets is None:
-        log_start_offsets = _log_start_offsets(fs, root)
-    config = LogConfig.from_props(topic_configs.get(topic, {}))
-    log_start = log_start_offsets.get((topic, partition), 0)
-    return Log.open(directory, config, log_start_offset=log_start, read_only=True, fs=fs)
+    try:
+        return open_partition_read_only(fs, root, topic, partition, files)
+    except UnknownTopicOrPartitionError:  # named by the path the user gave
+        raise UnknownTopicOrPartitionError(
+            f"Partition {topic}-{partition} does not exist in {path}") from None
 
 
 class TopicCatalog:
@@ -92,8 +65,7 @@ class TopicCatalog:
         self.fs, self._root = location or data_location(path, fs_options)
         self._layout = list_topic_partitions(self._root, fs=self.fs)
         self._logs: dict[TopicPartition, Log] = {}
-        self._topic_configs: dict[str, dict[str, str]] | None = None
-        self._log_start_offsets: dict[TopicPartition, int] | None = None
+        self._files: DataDirFiles | None = None
         # One answer per partition for the catalog's life (a planning): ranges planned from one
         # snapshot, and no rescan of each active segment's tail for every question.
         self._latest: dict[tuple[TopicPartition, bool], int] = {}
@@ -136,11 +108,9 @@ class TopicCatalog:
     def log(self, tp: TopicPartition) -> Log:
         log = self._logs.get(tp)
         if log is None:
-            if self._topic_configs is None:
-                self._topic_configs = _topic_configs(self.fs, self._root)
-                self._log_start_offsets = _log_start_offsets(self.fs, self._root)
-            log = self._logs[tp] = open_partition(self.path, *tp, topic_configs=self._topic_configs,
-                                                  log_start_offsets=self._log_start_offsets,
+            if self._files is None:
+                self._files = DataDirFiles.read(self.fs, self._root)
+            log = self._logs[tp] = open_partition(self.path, *tp, files=self._files,
                                                   fs=self.fs, root=self._root)
         return log
 
