@@ -347,6 +347,41 @@ static inline void probe_put(Table *t, const Probe *p, int64_t offset, Py_ssize_
 /* Records are hashed and their slots prefetched this many at a time. */
 #define GROUP 32
 
+/* Why the record rule let a record go. */
+typedef struct {
+    long long superseded, tombstones, keyless, probes;
+} Dropped;
+
+/* Whether to probe a record's key before the rule can decide (keyed, within the mapped range). */
+static inline int needs_probe(const Rec *r, int64_t offset, int64_t latest)
+{
+    return offset <= latest && r->key_len >= 0;
+}
+
+/* The cleaner's record rule (Kafka's shouldRetainRecord): a record past the mapped range stays;
+ * otherwise it must be keyed, not older than its key's mapped offset (`p`, started when
+ * needs_probe said so), and have a value unless deletes are no longer retained.  Counts why the
+ * others go. */
+static inline int retain_record(const Table *t, const Rec *r, int64_t offset, int64_t latest, int retain_deletes,
+                                const Probe *p, Dropped *dropped)
+{
+    if (offset > latest)
+        return 1;
+    if (r->key_len < 0) {
+        dropped->keyless++;
+        return 0;
+    }
+    if (offset < probe_get(t, p, &dropped->probes)) {
+        dropped->superseded++;
+        return 0;
+    }
+    if (r->value_len < 0 && !retain_deletes) {
+        dropped->tombstones++;
+        return 0;
+    }
+    return 1;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * One batch's records area: the map pass and the record rule (any codec)
  * ------------------------------------------------------------------------------------------- */
@@ -491,7 +526,7 @@ static PyObject *offset_map_retain_v2(PyObject *self, PyObject *args)
     Py_ssize_t end = buf.len;
     Err e = {0, 0, 0};
     Rec r;
-    long long probes = 0, superseded = 0, tombstones = 0, keyless = 0;
+    Dropped dropped = {0, 0, 0, 0};
     int kept_tombstone = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
@@ -501,22 +536,11 @@ static PyObject *offset_map_retain_v2(PyObject *self, PyObject *args)
             goto done;
         }
         int64_t offset = add64(base_offset, r.offset_delta);
-        if (offset <= latest) {
-            if (r.key_len < 0) {
-                keyless++;
-                continue;
-            }
-            Probe p;
+        Probe p;
+        if (needs_probe(&r, offset, latest))
             probe_start(&t, d + r.key_pos, r.key_len, &p);
-            if (offset < probe_get(&t, &p, &probes)) {
-                superseded++;
-                continue;
-            }
-            if (r.value_len < 0 && !retain_deletes) {
-                tombstones++;
-                continue;
-            }
-        }
+        if (!retain_record(&t, &r, offset, latest, retain_deletes, &p, &dropped))
+            continue;
         kept_tombstone |= r.value_len < 0;
         /* "N" hands the new objects over to the tuple (and releases them if it cannot be built). */
         PyObject *item = Py_BuildValue(
@@ -539,7 +563,8 @@ static PyObject *offset_map_retain_v2(PyObject *self, PyObject *args)
         Py_INCREF(Py_None);
         kept = Py_None;
     }
-    result = Py_BuildValue("(OLLLO)", kept, superseded, tombstones, keyless, kept_tombstone ? Py_True : Py_False);
+    result = Py_BuildValue("(OLLLO)", kept, dropped.superseded, dropped.tombstones, dropped.keyless,
+                           kept_tombstone ? Py_True : Py_False);
 done:
     Py_XDECREF(kept);
     table_close(&t);
@@ -736,6 +761,8 @@ static inline int varlong_size(int64_t v)
 typedef struct {
     Rec r;
     int64_t offset, timestamp;
+    int64_t ts_delta; /* rebuild: against the new base timestamp */
+    Py_ssize_t body;  /* rebuild: the re-encoded record's length field */
 } Kept;
 
 /* The size of a kept record's headers re-encoded (key as UTF-8 text, value or null); -1 when a
@@ -782,7 +809,7 @@ static Py_ssize_t put_headers(uint8_t *p, const uint8_t *d, Py_ssize_t end, cons
  * there is one, else the first kept record's; records re-encoded.  Appends it to `o` and returns
  * its max timestamp in *max_ts; 1 on success, 0 when the Python path must rebuild it, -1 when
  * memory runs out. */
-static int rebuild(Out *o, const uint8_t *d, const Batch *b, const Kept *kept, Py_ssize_t n, int64_t horizon,
+static int rebuild(Out *o, const uint8_t *d, const Batch *b, Kept *kept, Py_ssize_t n, int64_t horizon,
                    int64_t *max_ts)
 {
     int lat = b->attributes & ATTR_LOG_APPEND_TIME;
@@ -790,19 +817,18 @@ static int rebuild(Out *o, const uint8_t *d, const Batch *b, const Kept *kept, P
     int64_t mts = lat ? b->max_ts : NO_TIMESTAMP;
     Py_ssize_t size = BATCH_OVERHEAD;
     for (Py_ssize_t i = 0; i < n; i++) {
-        const Kept *k = &kept[i];
-        int64_t delta;
+        Kept *k = &kept[i];
         if (k->timestamp < NO_TIMESTAMP || k->r.offset_delta < 0 || (i > 0 && k->offset <= kept[i - 1].offset)
-            || __builtin_sub_overflow(k->timestamp, first_ts, &delta))
+            || __builtin_sub_overflow(k->timestamp, first_ts, &k->ts_delta))
             return 0;
         Py_ssize_t hsize = headers_size(d, b->size, &k->r);
         if (hsize < 0)
             return 0;
-        Py_ssize_t body = 1 + varlong_size(delta) + varlong_size(k->r.offset_delta)
-                          + varlong_size(k->r.key_len < 0 ? -1 : k->r.key_len) + (k->r.key_len > 0 ? k->r.key_len : 0)
-                          + varlong_size(k->r.value_len < 0 ? -1 : k->r.value_len)
-                          + (k->r.value_len > 0 ? k->r.value_len : 0) + hsize;
-        size += varlong_size(body) + body;
+        int32_t klen = k->r.key_len, vlen = k->r.value_len;
+        k->body = 1 + varlong_size(k->ts_delta) + varlong_size(k->r.offset_delta)
+                  + varlong_size(klen < 0 ? -1 : klen) + (klen > 0 ? klen : 0)
+                  + varlong_size(vlen < 0 ? -1 : vlen) + (vlen > 0 ? vlen : 0) + hsize;
+        size += varlong_size(k->body) + k->body;
         if (!lat && k->timestamp > mts)
             mts = k->timestamp;
     }
@@ -822,15 +848,10 @@ static int rebuild(Out *o, const uint8_t *d, const Batch *b, const Kept *kept, P
     Py_ssize_t w = BATCH_OVERHEAD;
     for (Py_ssize_t i = 0; i < n; i++) {
         const Kept *k = &kept[i];
-        int64_t delta = k->timestamp - first_ts;
-        Py_ssize_t hsize = headers_size(d, b->size, &k->r);
         int32_t klen = k->r.key_len, vlen = k->r.value_len;
-        Py_ssize_t body = 1 + varlong_size(delta) + varlong_size(k->r.offset_delta)
-                          + varlong_size(klen < 0 ? -1 : klen) + (klen > 0 ? klen : 0)
-                          + varlong_size(vlen < 0 ? -1 : vlen) + (vlen > 0 ? vlen : 0) + hsize;
-        w += put_varlong(p + w, body);
+        w += put_varlong(p + w, k->body);
         p[w++] = 0; /* attributes */
-        w += put_varlong(p + w, delta);
+        w += put_varlong(p + w, k->ts_delta);
         w += put_varlong(p + w, k->r.offset_delta);
         w += put_varlong(p + w, klen < 0 ? -1 : klen);
         if (klen > 0) {
@@ -904,8 +925,8 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
     Py_ssize_t at = 0;
     int stop = STOP_END;
     int64_t agg_offset = -1, agg_ts = NO_TIMESTAMP, agg_shallow = -1;
-    long long read = 0, written = 0, bytes_written = 0, superseded = 0, tombstones = 0, keyless = 0;
-    long long probes = 0;
+    long long read = 0, written = 0, bytes_written = 0;
+    Dropped dropped = {0, 0, 0, 0};
     int nomem = 0;
     /* Pure C over buffers this call holds (raw allocations): other threads run meanwhile. */
     Py_BEGIN_ALLOW_THREADS
@@ -942,7 +963,7 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
             }
         }
         Py_ssize_t n_kept = 0;
-        long long b_superseded = 0, b_tombstones = 0, b_keyless = 0;
+        Dropped b_dropped = {0, 0, 0, 0};  /* this batch's, counted once it is done */
         int kept_tombstone = 0, bad = 0;
         Py_ssize_t pos = BATCH_OVERHEAD;
         Err e = {0, 0, 0};
@@ -957,26 +978,14 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
                     break;
                 }
                 offsets[n] = add64(b.base_offset, group[n].offset_delta);
-                if (offsets[n] <= latest && group[n].key_len >= 0)
+                if (needs_probe(&group[n], offsets[n], latest))
                     probe_start(&t, bd + group[n].key_pos, group[n].key_len, &probe[n]);
             }
             for (int k = 0; k < n && !bad; k++) {
                 const Rec *r = &group[k];
                 int64_t offset = offsets[k];
-                if (offset <= latest) {
-                    if (r->key_len < 0) {
-                        b_keyless++;
-                        continue;
-                    }
-                    if (offset < probe_get(&t, &probe[k], &probes)) {
-                        b_superseded++;
-                        continue;
-                    }
-                    if (r->value_len < 0 && !retain_deletes) {
-                        b_tombstones++;
-                        continue;
-                    }
-                }
+                if (!retain_record(&t, r, offset, latest, retain_deletes, &probe[k], &b_dropped))
+                    continue;
                 kept_tombstone |= r->value_len < 0;
                 kept[n_kept].r = *r;
                 kept[n_kept].offset = offset;
@@ -1015,9 +1024,9 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
             out_offset = kept[n_kept - 1].offset;
         }
         read += b.count;
-        superseded += b_superseded;
-        tombstones += b_tombstones;
-        keyless += b_keyless;
+        dropped.superseded += b_dropped.superseded;
+        dropped.tombstones += b_dropped.tombstones;
+        dropped.keyless += b_dropped.keyless;
         if (n_kept > 0) {
             written += n_kept;
             bytes_written += o.len - before;
@@ -1038,7 +1047,8 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
     PyObject *out = PyBytes_FromStringAndSize((const char *)o.data, o.len);
     if (out != NULL)
         result = Py_BuildValue("(niNLLL(LLLLLL))", at, stop, out, (long long)agg_offset, (long long)agg_ts,
-                               (long long)agg_shallow, read, written, bytes_written, superseded, tombstones, keyless);
+                               (long long)agg_shallow, read, written, bytes_written, dropped.superseded,
+                               dropped.tombstones, dropped.keyless);
 done:
     PyMem_RawFree(kept);
     PyMem_RawFree(o.data);
