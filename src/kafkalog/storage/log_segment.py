@@ -145,26 +145,31 @@ class LazyIndex(Generic[I]):
     """An index that is only opened (and, if missing, created) when first used.
 
     Until then renames and deletes work on the path alone, so a segment being deleted or swapped
-    never maps (or creates) an index it does not need.
+    never maps (or creates) an index it does not need. ``verify``, if given, runs once an index is
+    loaded and before it is used; an exception from it leaves the index unloaded.
     """
 
-    __slots__ = ("_index", "_loader", "_lock", "_path")
+    __slots__ = ("_index", "_loader", "_lock", "_path", "_verify")
 
-    def __init__(self, path: Path, loader: Callable[[Path], I]) -> None:
+    def __init__(self, path: Path, loader: Callable[[Path], I],
+                 verify: Callable[[], None] | None = None) -> None:
         self._path = path
         self._loader = loader
+        self._verify = verify
         self._index: I | None = None
         self._lock = threading.Lock()
 
     @classmethod
-    def for_offset(cls, path: Path, base_offset: int, max_index_size: int,
-                   writable: bool = True, fs: FileSystem | None = None) -> LazyIndex[OffsetIndex]:
-        return LazyIndex(path, lambda p: OffsetIndex(p, base_offset, max_index_size, writable, fs=fs))
+    def for_offset(cls, path: Path, base_offset: int, max_index_size: int, writable: bool = True,
+                   fs: FileSystem | None = None, verify: Callable[[], None] | None = None
+                   ) -> LazyIndex[OffsetIndex]:
+        return LazyIndex(path, lambda p: OffsetIndex(p, base_offset, max_index_size, writable, fs=fs), verify)
 
     @classmethod
-    def for_time(cls, path: Path, base_offset: int, max_index_size: int,
-                 writable: bool = True, fs: FileSystem | None = None) -> LazyIndex[TimeIndex]:
-        return LazyIndex(path, lambda p: TimeIndex(p, base_offset, max_index_size, writable, fs=fs))
+    def for_time(cls, path: Path, base_offset: int, max_index_size: int, writable: bool = True,
+                 fs: FileSystem | None = None, verify: Callable[[], None] | None = None
+                 ) -> LazyIndex[TimeIndex]:
+        return LazyIndex(path, lambda p: TimeIndex(p, base_offset, max_index_size, writable, fs=fs), verify)
 
     @property
     def path(self) -> Path:
@@ -181,7 +186,10 @@ class LazyIndex(Generic[I]):
             return index
         with self._lock:
             if self._index is None:
-                self._index = self._loader(self._path)
+                loaded = self._loader(self._path)
+                if self._verify is not None:
+                    self._verify()
+                self._index = loaded
             return self._index
 
     def rename_to(self, path: Path) -> None:
@@ -297,30 +305,18 @@ class LogSegment:
             fs=fs if read_only else None,
             size=log_size,
         )
-        if read_only:
-            # Indexes are read when first needed, maybe after a writer in another process replaced the
-            # segment: each is checked, once read, to belong to the .log this segment reads (the
-            # writer renames the .log before its indexes, so a .log still in place vouches for them).
-            def checked(index: I) -> I:
-                _check_current(records, base_offset)
-                return index
-
-            offset_index: LazyIndex[OffsetIndex] = LazyIndex(
-                offset_index_file(directory, base_offset, file_suffix),
-                lambda p: checked(OffsetIndex(p, base_offset, max_index_size, False, fs=fs)))
-            time_index: LazyIndex[TimeIndex] = LazyIndex(
-                time_index_file(directory, base_offset, file_suffix),
-                lambda p: checked(TimeIndex(p, base_offset, max_index_size, False, fs=fs)))
-        else:
-            offset_index = LazyIndex.for_offset(offset_index_file(directory, base_offset, file_suffix),
-                                                base_offset, max_index_size)
-            time_index = LazyIndex.for_time(time_index_file(directory, base_offset, file_suffix), base_offset,
-                                            max_index_size)
+        writable = not read_only
         index_fs = fs if read_only else None
+        # A reader's indexes are read when first needed, maybe after a writer in another process
+        # replaced the segment: each is checked, once read, to belong to the .log this segment reads
+        # (the writer renames the .log before its indexes, so a .log still in place vouches for them).
+        verify = (lambda: _check_current(records, base_offset)) if read_only else None
         return cls(
             records,
-            offset_index,
-            time_index,
+            LazyIndex.for_offset(offset_index_file(directory, base_offset, file_suffix), base_offset,
+                                 max_index_size, writable, index_fs, verify),
+            LazyIndex.for_time(time_index_file(directory, base_offset, file_suffix), base_offset,
+                               max_index_size, writable, index_fs, verify),
             TransactionIndex(transaction_index_file(directory, base_offset, file_suffix), base_offset,
                              fs=index_fs),
             base_offset,
