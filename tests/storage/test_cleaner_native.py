@@ -5,6 +5,7 @@ their references."""
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import random
 import shutil
@@ -135,22 +136,28 @@ def _files(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
 
 
-@pytest.mark.parametrize(("seed", "memory", "io_buffer", "timestamp_type"), [
-    (1, 24 * 1000, 4096, "CreateTime"),
-    (2, 24 * 12, 4096, "CreateTime"),          # several rounds: the map holds few keys
-    (3, 24 * 1000, 1024, "LogAppendTime"),     # batches outgrow the buffer (Python path)
-    (4, 24 * 40, 64 * 1024, "CreateTime"),
+@pytest.mark.parametrize(("seed", "memory", "io_buffer", "timestamp_type", "latest_bits"), [
+    (1, 24 * 1000, 4096, "CreateTime", True),
+    (1, 24 * 1000, 4096, "CreateTime", False),   # every record of the cleaning pass probes the map
+    (2, 24 * 12, 4096, "CreateTime", True),      # several rounds: the map holds few keys
+    (2, 24 * 12, 4096, "CreateTime", False),
+    (3, 24 * 1000, 1024, "LogAppendTime", True),  # batches outgrow the buffer (Python path)
+    (4, 24 * 40, 64 * 1024, "CreateTime", True),
 ])
 def test_c_walks_and_python_path_write_the_same_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        c_module: None, seed: int, memory: int, io_buffer: int,
-                                                       timestamp_type: str) -> None:
+                                                       timestamp_type: str, latest_bits: bool) -> None:
+    """The C walks (with or without the map pass's latest-offset bits) clean into the very files the
+    Python path writes."""
+    monkeypatch.setattr(offset_map_module, "LATEST_BITS_MIN_PUTS_PER_SLOT", 0 if latest_bits else math.inf)
     props = {"delete_retention_ms": RETENTION_MS, "message_timestamp_type": timestamp_type}
     template = tmp_path / "template" / "t-0"
     time = MockTime()
     _build(template, random.Random(seed), time, **props).close()
     results = []
+    spy = _IndexSpy()
     for walks in (True, False):
-        monkeypatch.setattr(offset_map_module, "compact_native", compact if walks else None)
+        monkeypatch.setattr(offset_map_module, "compact_native", spy if walks else None)
         directory = tmp_path / ("c" if walks else "python") / "t-0"
         shutil.copytree(template, directory)
         clock = MockTime(time.milliseconds())
@@ -160,11 +167,26 @@ def test_c_walks_and_python_path_write_the_same_files(tmp_path: Path, monkeypatc
         assert verify_data_dir(directory.parent).ok
         results.append((_files(directory), _stats(stats)))
     (c_files, c_stats), (py_files, py_stats) = results
+    assert (spy.indexed > 0) == latest_bits
     assert c_stats == py_stats
     assert c_stats["superseded_removed"] > 0 and c_stats["tombstones_removed"] > 0
     assert c_files.keys() == py_files.keys()
     for name in c_files:
         assert c_files[name] == py_files[name], name
+
+
+class _IndexSpy:
+    """The C module, counting the latest-offset bits built."""
+
+    def __init__(self) -> None:
+        self.indexed = 0
+
+    def offset_map_index_latest(self, *args: object) -> int:
+        self.indexed += 1
+        return int(compact.offset_map_index_latest(*args))
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(compact, name)
 
 
 def _stats(stats: CleanerStats) -> dict[str, int]:

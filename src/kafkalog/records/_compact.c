@@ -347,6 +347,67 @@ static inline void probe_put(Table *t, const Probe *p, int64_t offset, Py_ssize_
 /* Records are hashed and their slots prefetched this many at a time. */
 #define GROUP 32
 
+/* ---------------------------------------------------------------------------------------------
+ * The latest offsets: one bit per offset of the mapped range
+ *
+ * Once the map pass is done, every keyed record of the mapped range [lo, latest] has been put, so
+ * the record rule's "not older than its key's mapped offset" is, there, "its offset is the offset
+ * some entry holds" (entries hold distinct offsets; a hash collision keeps the later offset, as a
+ * probe would find).  A bit per offset answers that without hashing the key or touching the table:
+ * the cleaning pass then costs a walk, not a second round of hashing.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const uint8_t *bits;
+    int64_t lo, count; /* bit i is offset lo + i */
+} Latest;
+
+/* Whether the bits cover `offset`; then *is_latest says whether an entry holds it. */
+static inline int latest_covers(const Latest *l, int64_t offset, int *is_latest)
+{
+    if (offset < l->lo || offset - l->lo >= l->count)
+        return 0;
+    int64_t i = offset - l->lo;
+    *is_latest = (l->bits[i >> 3] >> (i & 7)) & 1;
+    return 1;
+}
+
+PyDoc_STRVAR(offset_map_index_latest_doc,
+"offset_map_index_latest(table, lo, bits) -> marked\n\n"
+"Clear the writable buffer bits, then set bit i (of byte i // 8, least significant first) for\n"
+"each entry of the table whose offset is lo + i; returns how many were set.");
+
+static PyObject *offset_map_index_latest(PyObject *self, PyObject *args)
+{
+    PyObject *table;
+    long long lo;
+    Py_buffer bits;
+    if (!PyArg_ParseTuple(args, "OLw*:offset_map_index_latest", &table, &lo, &bits))
+        return NULL;
+    Table t;
+    if (table_open(table, 0, 0, &t) < 0) {
+        PyBuffer_Release(&bits);
+        return NULL;
+    }
+    uint8_t *b = (uint8_t *)bits.buf;
+    uint64_t count = (uint64_t)bits.len * 8;
+    long long marked = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(b, 0, (size_t)bits.len);
+    for (Py_ssize_t slot = 0; slot < t.slots; slot++) {
+        const uint64_t *e = t.e + 3 * slot;
+        uint64_t i = e[2] - (uint64_t)lo; /* wraps below lo: then i >= count */
+        if ((e[0] | e[1]) != 0 && (int64_t)e[2] >= lo && i < count) {
+            b[i >> 3] |= (uint8_t)(1u << (i & 7));
+            marked++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    table_close(&t);
+    PyBuffer_Release(&bits);
+    return PyLong_FromLongLong(marked);
+}
+
 /* Why the record rule let a record go. */
 typedef struct {
     long long superseded, tombstones, keyless, probes;
@@ -359,11 +420,11 @@ static inline int needs_probe(const Rec *r, int64_t offset, int64_t latest)
 }
 
 /* The cleaner's record rule (Kafka's shouldRetainRecord): a record past the mapped range stays;
- * otherwise it must be keyed, not older than its key's mapped offset (`p`, started when
+ * otherwise it must be keyed, not older than its key's mapped offset (`found`, looked up when
  * needs_probe said so), and have a value unless deletes are no longer retained.  Counts why the
  * others go. */
-static inline int retain_record(const Table *t, const Rec *r, int64_t offset, int64_t latest, int retain_deletes,
-                                const Probe *p, Dropped *dropped)
+static inline int retain_record(const Rec *r, int64_t offset, int64_t latest, int retain_deletes, int64_t found,
+                                Dropped *dropped)
 {
     if (offset > latest)
         return 1;
@@ -371,7 +432,7 @@ static inline int retain_record(const Table *t, const Rec *r, int64_t offset, in
         dropped->keyless++;
         return 0;
     }
-    if (offset < probe_get(t, p, &dropped->probes)) {
+    if (offset < found) {
         dropped->superseded++;
         return 0;
     }
@@ -536,10 +597,13 @@ static PyObject *offset_map_retain_v2(PyObject *self, PyObject *args)
             goto done;
         }
         int64_t offset = add64(base_offset, r.offset_delta);
-        Probe p;
-        if (needs_probe(&r, offset, latest))
+        int64_t found = -1;
+        if (needs_probe(&r, offset, latest)) {
+            Probe p;
             probe_start(&t, d + r.key_pos, r.key_len, &p);
-        if (!retain_record(&t, &r, offset, latest, retain_deletes, &p, &dropped))
+            found = probe_get(&t, &p, &dropped.probes);
+        }
+        if (!retain_record(&r, offset, latest, retain_deletes, found, &dropped))
             continue;
         kept_tombstone |= r.value_len < 0;
         /* "N" hands the new objects over to the tuple (and releases them if it cannot be built). */
@@ -614,8 +678,9 @@ typedef struct {
 } Batch;
 
 /* The batch at d[0, avail): 1 when it is whole and plain (the C path takes it), 0 when it is not
- * whole in the buffer, -1 when the Python path must take it. */
-static int plain_batch(const uint8_t *d, Py_ssize_t avail, Batch *b)
+ * whole in the buffer, -1 when the Python path must take it.  Its CRC is checked unless all of it
+ * lies in [checked_lo, checked_hi]: offsets whose batches the map pass has just checked. */
+static int plain_batch(const uint8_t *d, Py_ssize_t avail, Batch *b, int64_t checked_lo, int64_t checked_hi)
 {
     if (avail < BATCH_OVERHEAD)
         return avail < LENGTH_OFFSET + 4 || (int32_t)load_be32(d + LENGTH_OFFSET) >= BATCH_OVERHEAD - 12 ? 0 : -1;
@@ -628,8 +693,6 @@ static int plain_batch(const uint8_t *d, Py_ssize_t avail, Batch *b)
     int attributes = load_be16(d + ATTRIBUTES_OFFSET);
     if (d[MAGIC_OFFSET] != 2 || (attributes & (ATTR_CODEC | ATTR_TRANSACTIONAL | ATTR_CONTROL)))
         return -1;
-    if (crc32c(d + ATTRIBUTES_OFFSET, (size_t)(b->size - ATTRIBUTES_OFFSET)) != load_be32(d + CRC_OFFSET))
-        return -1;
     b->count = (int32_t)load_be32(d + RECORDS_COUNT_OFFSET);
     if (b->count < 0)
         return -1;
@@ -639,6 +702,9 @@ static int plain_batch(const uint8_t *d, Py_ssize_t avail, Batch *b)
     b->base_ts = (int64_t)load_be64(d + BASE_TIMESTAMP_OFFSET);
     b->max_ts = (int64_t)load_be64(d + MAX_TIMESTAMP_OFFSET);
     b->producer_id = (int64_t)load_be64(d + PRODUCER_ID_OFFSET);
+    int checked = b->base_offset >= checked_lo && b->last_offset <= checked_hi && b->base_offset <= b->last_offset;
+    if (!checked && crc32c(d + ATTRIBUTES_OFFSET, (size_t)(b->size - ATTRIBUTES_OFFSET)) != load_be32(d + CRC_OFFSET))
+        return -1;
     return 1;
 }
 
@@ -677,7 +743,7 @@ static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     for (;;) {
         Batch b;
-        int kind = plain_batch(d + at, buf.len - at, &b);
+        int kind = plain_batch(d + at, buf.len - at, &b, 1, 0);
         if (kind <= 0) {
             stop = kind == 0 ? STOP_END : STOP_PYTHON;
             break;
@@ -887,7 +953,8 @@ static int contains(const int64_t *sorted, Py_ssize_t n, int64_t offset)
 
 PyDoc_STRVAR(offset_map_filter_batches_doc,
 "offset_map_filter_batches(data, table, k0, k1, latest_offset, current_time,\n"
-"                          delete_retention_ms, protected, chunk_bytes, read_size)\n"
+"                          delete_retention_ms, protected, chunk_bytes, read_size, mapped_from,\n"
+"                          latest_bits)\n"
 "    -> (consumed, stop, out, max_offset, max_timestamp, shallow_offset, counts)\n\n"
 "The cleaning pass over the whole batches at the start of data, as Cleaner._filter_batch does it\n"
 "for a plain batch: records kept by the record rule (see offset_map_retain_v2), the batch copied\n"
@@ -895,20 +962,24 @@ PyDoc_STRVAR(offset_map_filter_batches_doc,
 "A batch with a producer id whose last offset is in `protected` (sorted int64: the last data\n"
 "batches of active producers) is left to the Python path.  The walk stops before a batch that\n"
 "would make chunk_bytes + the bytes walked exceed read_size (stop 1) unless nothing is in the chunk\n"
-"yet.  out is the cleaned bytes; max_offset, max_timestamp, shallow_offset are what the segment\n"
+"yet.  Batches within [mapped_from, latest_offset] were checked by the map pass: their CRC is not\n"
+"checked again.  latest_bits (see offset_map_index_latest, lo = mapped_from; may be empty) answers\n"
+"the record rule for the offsets it covers without a probe.\n"
+"out is the cleaned bytes; max_offset, max_timestamp, shallow_offset are what the segment\n"
 "append needs (-1 when out is empty); counts is (messages_read, messages_written, bytes_written,\n"
 "superseded, tombstones, keyless).");
 
 static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
 {
-    Py_buffer buf, prot;
+    Py_buffer buf, prot, bits;
     PyObject *table;
     unsigned long long k0, k1;
-    long long latest, now, retention;
+    long long latest, now, retention, mapped_from;
     Py_ssize_t chunk_bytes, read_size;
-    if (!PyArg_ParseTuple(args, "y*OKKLLLy*nn:offset_map_filter_batches", &buf, &table, &k0, &k1, &latest, &now,
-                          &retention, &prot, &chunk_bytes, &read_size))
+    if (!PyArg_ParseTuple(args, "y*OKKLLLy*nnLy*:offset_map_filter_batches", &buf, &table, &k0, &k1, &latest, &now,
+                          &retention, &prot, &chunk_bytes, &read_size, &mapped_from, &bits))
         return NULL;
+    Latest lb = {(const uint8_t *)bits.buf, mapped_from, (int64_t)bits.len * 8};
     PyObject *result = NULL;
     Out o = {NULL, 0, 0};
     Kept *kept = NULL;
@@ -917,6 +988,7 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
     if (table_open(table, k0, k1, &t) < 0) {
         PyBuffer_Release(&buf);
         PyBuffer_Release(&prot);
+        PyBuffer_Release(&bits);
         return NULL;
     }
     const int64_t *protected_offsets = (const int64_t *)prot.buf;
@@ -932,7 +1004,7 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     for (;;) {
         Batch b;
-        int kind = plain_batch(d + at, buf.len - at, &b);
+        int kind = plain_batch(d + at, buf.len - at, &b, mapped_from, latest);
         if (kind <= 0) {
             stop = kind == 0 ? STOP_END : STOP_PYTHON; /* the Python path applies the budget itself */
             break;
@@ -969,7 +1041,8 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
         Err e = {0, 0, 0};
         Rec group[GROUP];
         Probe probe[GROUP];
-        int64_t offsets[GROUP];
+        int64_t offsets[GROUP], found[GROUP];
+        int probed[GROUP];
         for (int32_t i = 0; i < b.count && !bad;) {
             int n = 0;
             for (; i < b.count && n < GROUP; i++, n++) {
@@ -978,13 +1051,24 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
                     break;
                 }
                 offsets[n] = add64(b.base_offset, group[n].offset_delta);
-                if (needs_probe(&group[n], offsets[n], latest))
-                    probe_start(&t, bd + group[n].key_pos, group[n].key_len, &probe[n]);
+                probed[n] = 0;
+                found[n] = -1;
+                if (needs_probe(&group[n], offsets[n], latest)) {
+                    int is_latest;
+                    if (latest_covers(&lb, offsets[n], &is_latest)) {
+                        found[n] = is_latest ? offsets[n] : INT64_MAX;
+                    } else {
+                        probe_start(&t, bd + group[n].key_pos, group[n].key_len, &probe[n]);
+                        probed[n] = 1;
+                    }
+                }
             }
             for (int k = 0; k < n && !bad; k++) {
                 const Rec *r = &group[k];
                 int64_t offset = offsets[k];
-                if (!retain_record(&t, r, offset, latest, retain_deletes, &probe[k], &b_dropped))
+                if (probed[k])
+                    found[k] = probe_get(&t, &probe[k], &b_dropped.probes);
+                if (!retain_record(r, offset, latest, retain_deletes, found[k], &b_dropped))
                     continue;
                 kept_tombstone |= r->value_len < 0;
                 kept[n_kept].r = *r;
@@ -1055,6 +1139,7 @@ done:
     table_close(&t);
     PyBuffer_Release(&buf);
     PyBuffer_Release(&prot);
+    PyBuffer_Release(&bits);
     return result;
 }
 
@@ -1065,6 +1150,7 @@ static PyMethodDef module_methods[] = {
     {"offset_map_retain_v2", offset_map_retain_v2, METH_VARARGS, offset_map_retain_v2_doc},
     {"offset_map_put_batches", offset_map_put_batches, METH_VARARGS, offset_map_put_batches_doc},
     {"offset_map_filter_batches", offset_map_filter_batches, METH_VARARGS, offset_map_filter_batches_doc},
+    {"offset_map_index_latest", offset_map_index_latest, METH_VARARGS, offset_map_index_latest_doc},
     {NULL, NULL, 0, NULL},
 };
 

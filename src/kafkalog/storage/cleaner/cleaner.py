@@ -183,6 +183,7 @@ class Cleaner:
         stats = CleanerStats(self._time)
         upper_bound = cleanable.first_uncleanable_offset
         self.build_offset_map(target, cleanable.first_dirty_offset, upper_bound, self.offset_map, stats)
+        self.offset_map.end_map_pass(first_dirty)
         end_offset = self.offset_map.latest_offset + 1
         if end_offset <= first_dirty < upper_bound:
             # The map filled within the first dirty batch: no round could ever get past it.

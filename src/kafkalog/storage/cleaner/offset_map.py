@@ -47,6 +47,10 @@ _WORD: Final = 2**64 - 1
 # On Linux, MADV_DONTNEED on a private anonymous map drops its pages: they read as zeros again.
 _DROP_ZEROES: Final = sys.platform.startswith("linux") and hasattr(mmap, "MADV_DONTNEED")
 _SIGN: Final = 2**63
+_NOT_MAPPED: Final = 2**63 - 1  # no map pass declared done: filter_batches checks every CRC
+# end_map_pass builds the latest-offset bits once the pass put this many records per slot (reading
+# the whole table costs about what probing a sixteenth as many keys does).
+LATEST_BITS_MIN_PUTS_PER_SLOT = 1 / 16
 _WRAP: Final = 2**64
 
 
@@ -126,8 +130,8 @@ def _allocate(size: int) -> tuple[memoryview, mmap.mmap | None]:
 class OffsetMap:
     """A fixed-capacity map from a key's keyed 128-bit hash to the latest offset put for it."""
 
-    __slots__ = ("_entries", "_hash", "_k0", "_k1", "_key_hash", "_latest_offset", "_lookups", "_probes",
-                 "_region", "_slots", "_table")
+    __slots__ = ("_entries", "_hash", "_k0", "_k1", "_key_hash", "_latest_bits", "_latest_offset", "_lookups",
+                 "_mapped_from", "_probes", "_region", "_slots", "_table")
 
     def __init__(self, memory: int, *, key_hash: KeyHash | None = None) -> None:
         slots = memory // BYTES_PER_ENTRY
@@ -144,6 +148,8 @@ class OffsetMap:
         self._key_hash = KeyHash.create() if key_hash is None else key_hash
         self._hash = self._key_hash.function()
         self._k0, self._k1 = self._key_hash.words
+        self._mapped_from = _NOT_MAPPED
+        self._latest_bits: bytes | bytearray = b""
 
     # --- sizes ----------------------------------------------------------------------------------
 
@@ -184,6 +190,7 @@ class OffsetMap:
         return self._latest_offset
 
     def update_latest_offset(self, offset: int) -> None:
+        self._forget_pass()
         self._latest_offset = offset
 
     def clear(self) -> None:
@@ -200,6 +207,34 @@ class OffsetMap:
         self._latest_offset = -1
         self._lookups = 0
         self._probes = 0
+        self._forget_pass()
+
+    def _forget_pass(self) -> None:
+        self._mapped_from = _NOT_MAPPED
+        self._latest_bits = b""
+
+    def end_map_pass(self, start_offset: int) -> None:
+        """The map pass is done: every batch holding offsets in [``start_offset``, :attr:`latest_offset`]
+        was read whole, checked, and each of its keyed records put (unless its transaction aborted).
+
+        :meth:`filter_batches` then trusts those batches' CRCs (the segments are sealed and were
+        checked moments ago) and, where the C module is built and the range is small enough, answers
+        the record rule from one bit per offset of the range: set where an entry holds that offset.
+        Within the range every key was put, so a record is its key's latest exactly when its offset is
+        an entry's (a hash collision keeps the later offset, as a probe would find) -- no key is hashed
+        twice. The bits are built only where they pay: for at most ``memory`` offsets (an eighth of
+        the map's memory) and once the pass has put at least a sixteenth as many records as there are
+        slots, since building them reads the whole table."""
+        self._forget_pass()
+        if not self.walks_batches or self._latest_offset < start_offset:
+            return
+        self._mapped_from = start_offset
+        count = self._latest_offset - start_offset + 1
+        if count <= self.memory and self._lookups >= self._slots * LATEST_BITS_MIN_PUTS_PER_SLOT:
+            assert compact_native is not None
+            bits = bytearray((count + 7) // 8)
+            compact_native.offset_map_index_latest(self._table, start_offset, bits)
+            self._latest_bits = bits
 
     # --- the map --------------------------------------------------------------------------------
 
@@ -213,6 +248,7 @@ class OffsetMap:
         """Put each keyed record with offset >= ``start_offset`` in order, stopping (as Kafka does) at
         the first such record met once the map holds ``max_entries`` keys. Returns how many records
         were consumed: all of them unless the map filled. Other records are skipped (and consumed)."""
+        self._forget_pass()
         table = self._table
         slots = self._slots
         entries = self._entries
@@ -295,6 +331,7 @@ class OffsetMap:
             count = batch.record_count
             if count <= 0:
                 return 0
+            self._forget_pass()
             where = batch_where(batch.position, batch.base_offset)
             data, pos = records_area(batch.buffer, batch.attributes, where)
             try:
@@ -361,6 +398,7 @@ class OffsetMap:
         one's last offset if >= ``start_offset``; stops at the first batch that is not whole, not
         plain or does not fit the map."""
         assert compact_native is not None and self.walks_batches
+        self._forget_pass()
         consumed, stop, entries, latest, records, lookups, probes = compact_native.offset_map_put_batches(
             data, self._table, self._k0, self._k1, start_offset, max_entries,
             self._entries, self._latest_offset)
@@ -374,11 +412,13 @@ class OffsetMap:
         """The cleaning pass (``Cleaner._filter_batch``) over the plain batches at the start of
         ``data``, except those with a producer id whose last offset is in ``protected_offsets``
         (sorted: the last data batches of active producers, whose rules the Python path holds);
-        stops before a batch that would take a chunk of ``chunk_bytes`` past ``chunk_size``."""
+        stops before a batch that would take a chunk of ``chunk_bytes`` past ``chunk_size``. See
+        :meth:`end_map_pass` for what it skips after one."""
         assert compact_native is not None and self.walks_batches
         consumed, stop, out, max_offset, max_ts, shallow, counts = compact_native.offset_map_filter_batches(
             data, self._table, self._k0, self._k1, self._latest_offset, current_time,
-            delete_retention_ms, protected_offsets, chunk_bytes, chunk_size)
+            delete_retention_ms, protected_offsets, chunk_bytes, chunk_size, self._mapped_from,
+            self._latest_bits)
         return FilteredChunk(consumed, WalkStop(stop), out, max_offset, max_ts, shallow, *counts)
 
     def __repr__(self) -> str:
