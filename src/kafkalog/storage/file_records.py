@@ -502,6 +502,33 @@ class FileRecords:
         count = min(size, current - position)
         return self._pread(count, position) if count else b""
 
+    def read_into(self, position: int, buffer: bytearray) -> memoryview:
+        """Bytes from ``position`` into ``buffer`` (up to its length, less at the end of the view);
+        returns the filled part. For a reader that goes through a file a buffer at a time (the
+        cleaner): one buffer reused, where :meth:`read_bytes` allocates -- and the allocator often
+        maps, faults in and zeroes -- a new one for every read."""
+        current = self._size
+        if position < 0 or position > current:
+            raise IllegalArgumentError(f"Invalid position {position} for {self!r}")
+        count = min(len(buffer), current - position)
+        view = memoryview(buffer)[:count]
+        if self._channel.reader is not None or not hasattr(os, "preadv"):
+            data = self._pread(count, position)
+            view[:len(data)] = data
+            return view[:len(data)]
+        done = 0
+        at = self._start + position
+        try:
+            while done < count:
+                n = os.preadv(self._channel.fd, [view[done:]], at + done)
+                if n <= 0:
+                    break
+                done += n
+        except OSError as e:
+            raise KafkaStorageError(
+                f"Failed to read {count} bytes at position {position} from {self._path}: {e}") from e
+        return view[:done]
+
     def write_to(self, dest: Any, position: int, length: int) -> int:
         """Copy up to ``length`` bytes from ``position`` of this view to ``dest`` — a file descriptor,
         a socket or file object with ``fileno()``, or anything with ``write``/``sendall`` — with

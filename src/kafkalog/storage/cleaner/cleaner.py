@@ -159,6 +159,7 @@ class Cleaner:
         # up to this many bytes (one larger batch is read whole, as Kafka grows its buffer for it),
         # and what stays of them is one append to the cleaned segment.
         self._read_size = max(1, io_buffer_size // 2)
+        self._buffer = bytearray(self._read_size)  # the C walks' reads, reused
         self._load_factor = dup_buffer_load_factor
         self._time = time
         self._check_done = check_done
@@ -254,7 +255,7 @@ class Cleaner:
                        for batch in self._read_batches(source, position))
         end = source.size_in_bytes
         while position < end:
-            walk = offset_map.put_batches(source.read_bytes(position, self._read_size), start, max_entries)
+            walk = offset_map.put_batches(source.read_into(position, self._buffer), start, max_entries)
             position += walk.consumed
             stats.map_bytes_read += walk.consumed
             stats.map_messages_read += walk.records_read
@@ -363,7 +364,7 @@ class Cleaner:
         end = source.size_in_bytes
         while True:
             while walk and position < end:
-                out = offset_map.filter_batches(source.read_bytes(position, self._read_size), current_time,
+                out = offset_map.filter_batches(source.read_into(position, self._buffer), current_time,
                                                 delete_retention_ms, protected_array, chunk.input_bytes,
                                                 self._read_size)
                 position += out.consumed

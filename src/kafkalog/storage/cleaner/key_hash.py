@@ -3,10 +3,11 @@
 Kafka's ``SkimpyOffsetMap`` stores a key's MD5 digest and takes two keys with the same digest
 for one. MD5 collisions can be computed, so a producer could write a key that makes the cleaner
 drop another key's latest record. kafkalog keys its hash with 16 random bytes per map, which no
-producer knows: SipHash-2-4 with its 128-bit output (``records/_compact.c``, the function the C
-batch walks use) or, where the C extension is not built, keyed BLAKE2b cut to 128 bits (from
-``hashlib``: a pure-Python SipHash would cost ~17 µs a key). Both are keyed pseudo-random
-functions; a map uses one of them throughout. The hash never reaches disk: only the map holds it.
+producer knows: SipHash-1-3 with its 128-bit output (``records/_compact.c``, the function the C
+batch walks use; the rounds CPython and Rust key their hash tables with) or, where the C extension
+is not built, keyed BLAKE2b cut to 128 bits (from ``hashlib``: a pure-Python SipHash would cost
+~17 µs a key). Both are keyed pseudo-random functions; a map uses one of them throughout. The hash
+never reaches disk: only the map holds it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class KeyHash:
     words of the 128-bit hash."""
 
     secret: bytes
-    siphash: bool  # SipHash-2-4-128 in C; else keyed BLAKE2b-128
+    siphash: bool  # SipHash-1-3-128 in C; else keyed BLAKE2b-128
 
     @classmethod
     def create(cls, secret: bytes | None = None, *, siphash: bool | None = None) -> KeyHash:
@@ -57,7 +58,7 @@ class KeyHash:
         """``halves`` as a plain callable, for hot loops."""
         if self.siphash:
             assert compact_native is not None
-            sip = compact_native.siphash128
+            sip = compact_native.siphash13
             k0, k1 = self.words
 
             def siphash(key: bytes) -> tuple[int, int]:
@@ -79,4 +80,4 @@ class KeyHash:
         return self.function()(key)
 
     def __repr__(self) -> str:  # never print the secret
-        return f"KeyHash({'SipHash-2-4-128' if self.siphash else 'BLAKE2b-128'})"
+        return f"KeyHash({'SipHash-1-3-128' if self.siphash else 'BLAKE2b-128'})"
