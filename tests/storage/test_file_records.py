@@ -152,6 +152,23 @@ def test_slices(fr: FileRecords) -> None:
     assert fr.slice(size, 10).size_in_bytes == 0
 
 
+def test_read_into_fills_a_reused_buffer_like_read_bytes(fr: FileRecords) -> None:
+    size = fr.size_in_bytes
+    buffer = bytearray(7)
+    for view in (fr, fr.slice(3, size - 5)):
+        whole = view.read_bytes()
+        got = b""
+        position = 0
+        while chunk := view.read_into(position, buffer):
+            assert chunk.obj is buffer and len(chunk) <= 7
+            got += bytes(chunk)
+            position += len(chunk)
+        assert got == whole  # the last read is short: it stops at the end of the view
+    assert len(fr.read_into(size, bytearray(10))) == 0
+    with pytest.raises(IllegalArgumentError):
+        fr.read_into(size + 1, buffer)
+
+
 @pytest.mark.parametrize(("position", "size"), [(-1, 5), (10_000, 15), (0, -1)])
 def test_bad_slices_are_rejected(fr: FileRecords, position: int, size: int) -> None:
     with pytest.raises(IllegalArgumentError):
