@@ -13,11 +13,11 @@ One cleaning round of a log:
    batch, the records that are the latest of their key (or past the mapped range), tombstones
    until their delete horizon, and what transactions and producer state need (see
    :meth:`Cleaner._check_batch_retention`). Records keep their offsets, timestamps and headers; a
-   batch whose records all stay is copied byte for byte. The new segment is flushed (on a helper
-   thread, while the next group is cleaned) and then swapped in with :meth:`Log.replace_segments`
-   (``.cleaned`` -> ``.swap`` -> old ones ``.deleted`` -> swap suffix dropped), which a crash at any
-   point leaves recoverable by the loader. An abort or error drops the one cleaned segment not yet
-   swapped in; the groups swapped in before it stay cleaned.
+   batch whose records all stay is copied byte for byte. The new segment is flushed and swapped in
+   with :meth:`Log.replace_segments` (``.cleaned`` -> ``.swap`` -> old ones ``.deleted`` -> swap
+   suffix dropped) on a helper thread, group after group, while the next group is cleaned; a crash
+   at any point leaves what the loader recovers. An abort or error drops the cleaned segments not
+   yet swapped in; the groups swapped in before stay cleaned.
 
 The active segment is never cleaned. What is removed is counted in :class:`CleanerStats` and logged.
 """
@@ -25,6 +25,7 @@ The active segment is never cleaned. What is removed is counted in :class:`Clean
 from __future__ import annotations
 
 import logging
+import threading
 from array import array
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -67,22 +68,14 @@ DEFAULT_LOAD_FACTOR = 0.9
 
 
 class LogCleaningAbortedError(KafkaLogError):
-    """Cleaning of a log was aborted (Kafka's ``LogCleaningAbortedException``); nothing was swapped in."""
+    """Cleaning of a log was aborted (Kafka's ``LogCleaningAbortedException``): the groups not yet
+    swapped in were dropped."""
 
 
 class BatchRetention(Enum):
     DELETE = "delete"            # the batch goes, records and all
     DELETE_EMPTY = "delete_empty"  # the batch goes if none of its records stay
     RETAIN_EMPTY = "retain_empty"  # the batch stays, as an empty batch if none of its records do
-
-
-@dataclass(frozen=True, slots=True)
-class _Cleaned:
-    """A cleaned segment waiting for its flush, and the group it replaces."""
-
-    segment: LogSegment
-    group: list[LogSegment]
-    flushing: Future[None]
 
 
 @dataclass(slots=True)
@@ -102,6 +95,13 @@ class _Chunk:
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.shallow_offset_of_max_timestamp = shallow_offset
+
+
+def _raise_first_failure(swaps: list[Future[None]]) -> None:
+    """Raise the error of the first swap that failed (the later ones were stopped by it)."""
+    for swap in swaps:
+        if swap.done() and swap.exception() is not None:
+            swap.result()
 
 
 def _no_abort(topic_partition: str) -> None:
@@ -199,26 +199,25 @@ class Cleaner:
                                         target.config.segment_index_bytes, upper_bound)
         stats.segments_before = len(segments)
         stats.segments_after = len(groups)
-        # Each cleaned segment is flushed on a helper thread while the next group is cleaned, and
-        # swapped in once flushed: the fsyncs (a third of a clean of page-cached data) overlap the work.
-        pending: _Cleaned | None = None  # cleaned, flushing, not swapped in yet
-        thread_name = f"cleaner-{self.cleaner_id}-flush"
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name) as flusher:
+        # Each cleaned segment is flushed and swapped in on a helper thread, in order, while the next
+        # group is cleaned: the fsyncs of the files and of the directory (a third of a clean of
+        # page-cached data) overlap the work. A failure there, or here, stops every later swap.
+        stop = threading.Event()
+        swaps: list[Future[None]] = []
+        thread_name = f"cleaner-{self.cleaner_id}-swap"
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name) as swapper:
             try:
                 for group in groups:
+                    _raise_first_failure(swaps)
                     cleaned = self.clean_segments(target, group, self.offset_map, current_time, stats,
                                                   transaction_metadata, legacy_delete_horizon_ms, upper_bound)
-                    previous, pending = pending, _Cleaned(cleaned, group, flusher.submit(cleaned.flush))
-                    if previous is not None:
-                        self._swap_in(target, previous)
-                if pending is not None:
-                    last, pending = pending, None
-                    self._swap_in(target, last)
-            finally:
-                if pending is not None:  # failed or aborted: the last cleaned segment is not swapped in
-                    futures.wait([pending.flushing])
-                    pending.segment.close()
-                    pending.segment.delete_if_exists()
+                    swaps.append(swapper.submit(self._swap_in, target, cleaned, group, stop))
+                futures.wait(swaps)
+                _raise_first_failure(swaps)
+            except BaseException:
+                stop.set()
+                futures.wait(swaps)
+                raise
         stats.buffer_utilization = self.offset_map.utilization
         stats.all_done()
         log.info("Cleaned log %s up to offset %d in %.1f s: %d segment(s) into %d; %s", name, end_offset,
@@ -331,17 +330,25 @@ class Cleaner:
             cleaned.delete_if_exists()
             raise
 
-    def _swap_in(self, target: Log, cleaned: _Cleaned) -> None:
-        """Once its flush is done, swap a cleaned segment in for its group (``Log.replace_segments``)."""
-        segment, group = cleaned.segment, cleaned.group
+    def _swap_in(self, target: Log, segment: LogSegment, group: list[LogSegment],
+                 stop: threading.Event) -> None:
+        """Flush a cleaned segment and swap it in for its group (``Log.replace_segments``), unless
+        ``stop`` is set: then, or if this fails, the cleaned files go and the group stands."""
         try:
-            cleaned.flushing.result()
+            if stop.is_set():
+                raise LogCleaningAbortedError(f"Not swapping in cleaned segment {segment.base_offset}: "
+                                              "cleaning of this log stopped")
+            segment.flush()
             segment.set_last_modified(group[-1].last_modified)
             self._check_done(target.dir.name)
+            if stop.is_set():
+                raise LogCleaningAbortedError(f"Not swapping in cleaned segment {segment.base_offset}: "
+                                              "cleaning of this log stopped")
             log.info("Swapping in cleaned segment %d for %d segment(s) of %s", segment.base_offset,
                      len(group), target.dir.name)
             target.replace_segments([segment], group)
         except BaseException:
+            stop.set()
             segment.close()
             segment.delete_if_exists()
             raise
