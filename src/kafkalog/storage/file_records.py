@@ -502,7 +502,7 @@ class FileRecords:
         count = min(size, current - position)
         return self._pread(count, position) if count else b""
 
-    def read_into(self, position: int, buffer: bytearray | memoryview) -> memoryview:
+    def read_into(self, position: int, buffer: bytearray) -> memoryview:
         """Bytes from ``position`` into ``buffer`` (up to its length, less at the end of the view);
         returns the filled part. For a reader that goes through a file a buffer at a time (the
         cleaner): one buffer reused, where :meth:`read_bytes` allocates -- and the allocator often

@@ -54,7 +54,6 @@ from kafkalog.storage.file_records import FileRecords
 from kafkalog.storage.loader import open_segment
 from kafkalog.storage.log_file_utils import CLEANED_FILE_SUFFIX
 from kafkalog.storage.log_segment import LogSegment
-from kafkalog.storage.read_ahead import ReadAhead, read_ahead_buffers
 
 if TYPE_CHECKING:
     from kafkalog.storage.log import LastRecord, Log
@@ -160,10 +159,7 @@ class Cleaner:
         # up to this many bytes (one larger batch is read whole, as Kafka grows its buffer for it),
         # and what stays of them is one append to the cleaned segment.
         self._read_size = max(1, io_buffer_size // 2)
-        # Set while do_clean runs: the thread that reads ahead of the C walks (storage/read_ahead.py),
-        # and the buffers it reads into, one pair for every segment.
-        self._read_executor: ThreadPoolExecutor | None = None
-        self._read_buffers: tuple[bytearray, bytearray] | None = None
+        self._buffer = bytearray(self._read_size)  # the C walks' reads, reused
         self._load_factor = dup_buffer_load_factor
         self._time = time
         self._check_done = check_done
@@ -185,21 +181,6 @@ class Cleaner:
         clean_part = target.segments.values(0, first_dirty) if first_dirty > 0 else []
         legacy_delete_horizon_ms = (clean_part[-1].last_modified - target.config.delete_retention_ms
                                     if clean_part else 0)
-        thread_name = f"cleaner-{self.cleaner_id}-read"
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name) as reads:
-            if self.offset_map.walks_batches:
-                self._read_executor = reads
-                self._read_buffers = read_ahead_buffers(self._read_size)
-            try:
-                return self._do_clean(cleanable, current_time, legacy_delete_horizon_ms)
-            finally:
-                self._read_executor = self._read_buffers = None
-
-    def _do_clean(self, cleanable: LogToClean, current_time: int, legacy_delete_horizon_ms: int
-                  ) -> tuple[int, CleanerStats]:
-        target = cleanable.log
-        name = target.dir.name
-        first_dirty = cleanable.first_dirty_offset
         stats = CleanerStats(self._time)
         upper_bound = cleanable.first_uncleanable_offset
         self.build_offset_map(target, cleanable.first_dirty_offset, upper_bound, self.offset_map, stats)
@@ -272,26 +253,25 @@ class Cleaner:
             return any(self._map_batch(batch, offset_map, start, max_entries, transaction_metadata, stats)
                        for batch in self._read_batches(source, position))
         end = source.size_in_bytes
-        with ReadAhead(source, self._read_size, self._read_executor, self._read_buffers) as reader:
-            while position < end:
-                walk = offset_map.put_batches(reader.view(position), start, max_entries)
-                position += walk.consumed
-                stats.map_bytes_read += walk.consumed
-                stats.map_messages_read += walk.records_read
-                if walk.stop is WalkStop.FULL:
+        while position < end:
+            walk = offset_map.put_batches(source.read_into(position, self._buffer), start, max_entries)
+            position += walk.consumed
+            stats.map_bytes_read += walk.consumed
+            stats.map_messages_read += walk.records_read
+            if walk.stop is WalkStop.FULL:
+                return True
+            if walk.stop is WalkStop.END and walk.consumed:
+                continue
+            taken = 0  # the Python path: at least one batch (C refused it, or it outgrew the buffer)
+            for batch in self._read_batches(source, position):
+                if taken and _plain(batch):
+                    break
+                taken += 1
+                if self._map_batch(batch, offset_map, start, max_entries, transaction_metadata, stats):
                     return True
-                if walk.stop is WalkStop.END and walk.consumed:
-                    continue
-                taken = 0  # the Python path: at least one batch (C refused it, or it outgrew the buffer)
-                for batch in self._read_batches(source, position):
-                    if taken and _plain(batch):
-                        break
-                    taken += 1
-                    if self._map_batch(batch, offset_map, start, max_entries, transaction_metadata, stats):
-                        return True
-                    position += batch.size_in_bytes
-                if not taken:
-                    break  # nothing whole is left
+                position += batch.size_in_bytes
+            if not taken:
+                break  # nothing whole is left
         return False
 
     @staticmethod
@@ -389,38 +369,38 @@ class Cleaner:
         protected_set = set(protected)
         position = 0
         end = source.size_in_bytes
-        with ReadAhead(source, self._read_size, self._read_executor, self._read_buffers) as reader:
-            while True:
-                while walk and position < end:
-                    out = offset_map.filter_batches(reader.view(position), current_time, delete_retention_ms,
-                                                    protected_array, chunk.input_bytes, self._read_size)
-                    position += out.consumed
-                    chunk.input_bytes += out.consumed
-                    stats.add_filtered(out)
-                    if out.data:
-                        chunk.add(out.data, out.max_offset, out.max_timestamp,
-                                  out.shallow_offset_of_max_timestamp)
-                    if out.stop is WalkStop.BUDGET:
-                        self._check_done(name)
-                        chunk = self._flush_chunk(dest, chunk)
-                    elif out.stop is not WalkStop.END or not out.consumed:
-                        break
-                taken = 0  # the Python path: every batch without the C module, else at least one
-                for batch in self._read_batches(source, position):
-                    if walk and taken and _plain(batch) and not (batch.has_producer_id
-                                                                and batch.last_offset in protected_set):
-                        break
-                    taken += 1
-                    if chunk.input_bytes and chunk.input_bytes + batch.size_in_bytes > self._read_size:
-                        self._check_done(name)
-                        chunk = self._flush_chunk(dest, chunk)
-                    chunk.input_bytes += batch.size_in_bytes
-                    stats.bytes_read += batch.size_in_bytes
-                    self._filter_batch(batch, chunk, offset_map, retain_legacy_deletes, delete_retention_ms,
-                                       transaction_metadata, last_records, stats, current_time)
-                    position += batch.size_in_bytes
-                if not walk or not taken:
+        while True:
+            while walk and position < end:
+                out = offset_map.filter_batches(source.read_into(position, self._buffer), current_time,
+                                                delete_retention_ms, protected_array, chunk.input_bytes,
+                                                self._read_size)
+                position += out.consumed
+                chunk.input_bytes += out.consumed
+                stats.add_filtered(out)
+                if out.data:
+                    chunk.add(out.data, out.max_offset, out.max_timestamp,
+                              out.shallow_offset_of_max_timestamp)
+                if out.stop is WalkStop.BUDGET:
+                    self._check_done(name)
+                    chunk = self._flush_chunk(dest, chunk)
+                elif out.stop is not WalkStop.END or not out.consumed:
                     break
+            taken = 0  # the Python path: every batch without the C module, else at least one
+            for batch in self._read_batches(source, position):
+                if walk and taken and _plain(batch) and not (batch.has_producer_id
+                                                            and batch.last_offset in protected_set):
+                    break
+                taken += 1
+                if chunk.input_bytes and chunk.input_bytes + batch.size_in_bytes > self._read_size:
+                    self._check_done(name)
+                    chunk = self._flush_chunk(dest, chunk)
+                chunk.input_bytes += batch.size_in_bytes
+                stats.bytes_read += batch.size_in_bytes
+                self._filter_batch(batch, chunk, offset_map, retain_legacy_deletes, delete_retention_ms,
+                                   transaction_metadata, last_records, stats, current_time)
+                position += batch.size_in_bytes
+            if not walk or not taken:
+                break
         self._flush_chunk(dest, chunk)
 
     @staticmethod
