@@ -18,7 +18,9 @@ or, where the C module ``records/_compact.c`` is built, a buffer of whole batche
 (:meth:`OffsetMap.put_batches`, :meth:`OffsetMap.filter_batches`): C hashes each key in place and
 probes these same arrays, with no Python object per record; without it (or for legacy batches)
 the records are decoded and the Python loops below do the same. ``retain_batch`` holds the
-cleaner's per-record rule (Kafka's ``shouldRetainRecord``), in both forms.
+cleaner's per-record rule (Kafka's ``shouldRetainRecord``), in both forms. Once the map pass is
+done, :meth:`OffsetMap.end_map_pass` lets ``filter_batches`` answer that rule from one bit per
+mapped offset instead of hashing every key a second time.
 """
 
 from __future__ import annotations
