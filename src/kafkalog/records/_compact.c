@@ -39,10 +39,16 @@
 
 static inline uint64_t load_le64(const uint8_t *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, 8); /* one load */
+    return v;
+#else
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--)
         v = v << 8 | p[i];
     return v;
+#endif
 }
 
 static inline uint64_t load_be64(const uint8_t *p)
@@ -538,13 +544,20 @@ static Py_ssize_t put_area(Table *t, const uint8_t *d, Py_ssize_t pos, Py_ssize_
             offsets[n] = offset;
             indexes[n++] = i;
         }
-        for (int k = 0; k < n; k++) {
-            if (*entries >= max_entries)
-                return indexes[k];
-            (*lookups)++;
-            probe_put(t, &group[k], offsets[k], entries, probes);
-            *latest = offsets[k];
-        }
+        /* Counters in locals: through the pointers, every store to the table would make the
+         * compiler reload them. */
+        Py_ssize_t held = *entries;
+        long long probed = 0;
+        int k = 0;
+        for (; k < n && held < max_entries; k++)
+            probe_put(t, &group[k], offsets[k], &held, &probed);
+        *entries = held;
+        *lookups += k;
+        *probes += probed;
+        if (k > 0)
+            *latest = offsets[k - 1];
+        if (k < n)
+            return indexes[k];
     }
     if (failed)
         return -1;
