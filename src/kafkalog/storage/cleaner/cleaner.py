@@ -369,11 +369,16 @@ class Cleaner:
         protected_set = set(protected)
         position = 0
         end = source.size_in_bytes
+        # The bytes last read (from file position data_at): a walk that stops because the chunk is
+        # full goes on in them once the chunk is appended; only a batch cut by their end is read again.
+        data, data_at = memoryview(self._buffer)[:0], 0
         while True:
             while walk and position < end:
-                out = offset_map.filter_batches(source.read_into(position, self._buffer), current_time,
-                                                delete_retention_ms, protected_array, chunk.input_bytes,
-                                                self._read_size)
+                fresh = not data_at <= position < data_at + len(data)
+                if fresh:
+                    data, data_at = source.read_into(position, self._buffer), position
+                out = offset_map.filter_batches(data[position - data_at:], current_time, delete_retention_ms,
+                                                protected_array, chunk.input_bytes, self._read_size)
                 position += out.consumed
                 chunk.input_bytes += out.consumed
                 stats.add_filtered(out)
@@ -383,7 +388,9 @@ class Cleaner:
                 if out.stop is WalkStop.BUDGET:
                     self._check_done(name)
                     chunk = self._flush_chunk(dest, chunk)
-                elif out.stop is not WalkStop.END or not out.consumed:
+                elif out.stop is WalkStop.END and (out.consumed or not fresh):
+                    data = data[:0]  # what is left of them holds no whole batch: read from here
+                else:
                     break
             taken = 0  # the Python path: every batch without the C module, else at least one
             for batch in self._read_batches(source, position):
