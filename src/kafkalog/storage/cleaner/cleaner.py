@@ -50,7 +50,7 @@ from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
 from kafkalog.storage.cleaner.offset_map import OffsetMap, RetainedRecord, WalkStop
 from kafkalog.storage.cleaner.transaction_metadata import CleanedTransactionMetadata
-from kafkalog.storage.file_records import FileRecords
+from kafkalog.storage.file_records import FileRecords, read_buffer
 from kafkalog.storage.loader import open_segment
 from kafkalog.storage.log_file_utils import CLEANED_FILE_SUFFIX
 from kafkalog.storage.log_segment import LogSegment
@@ -159,7 +159,7 @@ class Cleaner:
         # up to this many bytes (one larger batch is read whole, as Kafka grows its buffer for it),
         # and what stays of them is one append to the cleaned segment.
         self._read_size = max(1, io_buffer_size // 2)
-        self._buffer = bytearray(self._read_size)  # the C walks' reads, reused
+        self._buffer = read_buffer(self._read_size)  # the C walks' reads, reused
         self._load_factor = dup_buffer_load_factor
         self._time = time
         self._check_done = check_done
@@ -371,7 +371,7 @@ class Cleaner:
         end = source.size_in_bytes
         # The bytes last read (from file position data_at): a walk that stops because the chunk is
         # full goes on in them once the chunk is appended; only a batch cut by their end is read again.
-        data, data_at = memoryview(self._buffer)[:0], 0
+        data, data_at = self._buffer[:0], 0
         while True:
             while walk and position < end:
                 fresh = not data_at <= position < data_at + len(data)
