@@ -265,6 +265,43 @@ def test_a_corrupt_batch_stops_the_c_walk_with_the_python_error(tmp_path: Path, 
     assert os.path.getsize(path) == len(data)  # nothing was swapped in
 
 
+def test_the_cleaning_pass_checks_the_crcs_of_batches_the_map_pass_did_not_read(tmp_path: Path,
+                                                                               c_module: None) -> None:
+    """The cleaning pass trusts the CRCs of the mapped range only: a batch of the clean part below
+    it, damaged after an earlier round, still stops the round with the error, and nothing is swapped."""
+    time = MockTime()
+    log = Log.open(tmp_path / "t-0", config(cleanup_policy="compact", segment_bytes=3000), time=time)
+
+    def append(prefix: bytes) -> None:  # 200 records, each with a key of its own
+        for i in range(40):
+            log.append_as_leader(MemoryRecords.with_records(2, CompressionType.NONE, [
+                SimpleRecord(b"v", prefix + b"%d-%d" % (i, j), time.milliseconds()) for j in range(5)]))
+        log.roll()
+
+    append(b"a")
+    first_round_end = log.active_segment.base_offset
+    Cleaner(OffsetMap(24 * 1000), time=time).clean(
+        LogToClean(log.topic, log.partition, log, 0, first_round_end))
+    append(b"b")
+    first = log.segments.values(0, first_round_end)[0]
+    assert first.size > 100
+    path = first.log.path
+    log.close()
+    data = bytearray(path.read_bytes())
+    data[70] ^= 0xFF  # inside the first batch's records: a CRC mismatch
+    path.write_bytes(bytes(data))
+    log = Log.open(tmp_path / "t-0", config(cleanup_policy="compact", segment_bytes=3000), time=time,
+                   had_clean_shutdown=True)
+    try:
+        cleaner = Cleaner(OffsetMap(24 * 1000), time=time)
+        with pytest.raises(CorruptRecordError, match="position"):
+            cleaner.clean(LogToClean(log.topic, log.partition, log, first_round_end,
+                                     log.active_segment.base_offset))
+    finally:
+        log.close()
+    assert path.read_bytes() == bytes(data)  # nothing was swapped in
+
+
 def _refresh_crcs(data: bytearray) -> None:
     """Recompute the CRC of every v2 batch in ``data`` (so that damage reaches the record walk)."""
     pos = 0

@@ -428,9 +428,9 @@ typedef struct {
 /* Whether the bits cover `offset`; then *is_latest says whether an entry holds it. */
 static inline int latest_covers(const Latest *l, int64_t offset, int *is_latest)
 {
-    if (offset < l->lo || offset - l->lo >= l->count)
+    uint64_t i = (uint64_t)offset - (uint64_t)l->lo; /* no signed overflow, whatever the two are */
+    if (offset < l->lo || i >= (uint64_t)l->count)
         return 0;
-    int64_t i = offset - l->lo;
     *is_latest = (l->bits[i >> 3] >> (i & 7)) & 1;
     return 1;
 }
