@@ -52,6 +52,10 @@ def cmd_compact(args: argparse.Namespace) -> int:
                   f"{s.messages_read}, kept {s.messages_written}, removed {s.records_removed} "
                   f"({s.superseded_removed} superseded, {s.tombstones_removed} tombstones, "
                   f"{s.aborted_removed} aborted, {s.invalid_removed} keyless, {s.markers_removed} markers)\n")
+        if r.log_end_offset > r.active_base_offset:
+            # What a newcomer asks after compacting a fresh topic: why nothing went.
+            out.write(f"  offsets {r.active_base_offset}..{r.log_end_offset - 1} are in the active segment, "
+                      "which is never cleaned until an append rolls it (segment.bytes, segment.ms)\n")
     before = sum(r.bytes_before for r in results)
     after = sum(r.bytes_after for r in results)
     removed = sum(r.stats.records_removed for r in results)

@@ -42,6 +42,10 @@ class CompactionResult:
     bytes_before: int
     bytes_after: int
     stats: CleanerStats
+    # Where the active segment starts, and the log end: the records between them are never cleaned
+    # until the segment rolls (segment.bytes, segment.ms).
+    active_base_offset: int = 0
+    log_end_offset: int = 0
 
     def to_json(self) -> dict[str, object]:
         s = self.stats
@@ -53,6 +57,7 @@ class CompactionResult:
             "recordsRemoved": s.records_removed, "supersededRemoved": s.superseded_removed,
             "tombstonesRemoved": s.tombstones_removed, "abortedRemoved": s.aborted_removed,
             "keylessRemoved": s.invalid_removed, "markersRemoved": s.markers_removed,
+            "activeSegmentBaseOffset": self.active_base_offset, "logEndOffset": self.log_end_offset,
         }
 
 
@@ -99,7 +104,8 @@ def compact_logs(manager: LogManager, topic: str | None = None, *, config: Clean
             rounds += 1
         total.all_done()
         results.append(CompactionResult(target.topic, target.partition, rounds, segments_before,
-                                        len(target.segments), bytes_before, target.size_in_bytes, total))
+                                        len(target.segments), bytes_before, target.size_in_bytes, total,
+                                        target.active_segment.base_offset, target.log_end_offset))
     if progress is not None:
         progress(len(targets), len(targets), 0)
     return results
