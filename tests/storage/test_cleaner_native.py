@@ -21,13 +21,14 @@ from kafkalog.records.control import EndTransactionMarker
 from kafkalog.records.native import native
 from kafkalog.records.types import ControlRecordType, Header
 from kafkalog.records.validator import AppendOrigin
+from kafkalog.storage.cleaner import cleaner as cleaner_module
 from kafkalog.storage.cleaner import offset_map as offset_map_module
 from kafkalog.storage.cleaner.cleaner import Cleaner
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.key_hash import KeyHash
 from kafkalog.storage.cleaner.log_cleaner_manager import LogCleanerManager
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
-from kafkalog.storage.cleaner.offset_map import OffsetMap
+from kafkalog.storage.cleaner.offset_map import OffsetMap, WalkStop
 from kafkalog.storage.log import Log
 from kafkalog.tools.verify import verify_data_dir
 from tests.storage._cleaning import clean
@@ -184,20 +185,22 @@ def _files(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
 
 
-@pytest.mark.parametrize(("seed", "memory", "io_buffer", "timestamp_type", "latest_bits"), [
-    (1, 24 * 1000, 4096, "CreateTime", True),
-    (1, 24 * 1000, 4096, "CreateTime", False),   # every record of the cleaning pass probes the map
-    (2, 24 * 12, 4096, "CreateTime", True),      # several rounds: the map holds few keys
-    (2, 24 * 12, 4096, "CreateTime", False),
-    (3, 24 * 1000, 1024, "LogAppendTime", True),  # batches outgrow the buffer (Python path)
-    (4, 24 * 40, 64 * 1024, "CreateTime", True),
+@pytest.mark.parametrize(("seed", "memory", "io_buffer", "timestamp_type", "latest_bits", "split"), [
+    (1, 24 * 1000, 4096, "CreateTime", True, True),
+    (1, 24 * 1000, 4096, "CreateTime", False, False),  # every record of the cleaning pass probes the map
+    (2, 24 * 12, 4096, "CreateTime", True, True),      # several rounds: the map holds few keys
+    (2, 24 * 12, 4096, "CreateTime", False, False),
+    (3, 24 * 1000, 1024, "LogAppendTime", True, True),  # batches outgrow the buffer (Python path)
+    (4, 24 * 40, 64 * 1024, "CreateTime", True, False),
+    (5, 24 * 30, 2048, "CreateTime", True, True),      # the map fills in the helper's half of a read
 ])
-def test_c_walks_and_python_path_write_the_same_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       c_module: None, seed: int, memory: int, io_buffer: int,
-                                                       timestamp_type: str, latest_bits: bool) -> None:
-    """The C walks (with or without the map pass's latest-offset bits) clean into the very files the
-    Python path writes."""
+def test_c_walks_and_python_path_write_the_same_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_module: None, seed: int, memory: int,
+        io_buffer: int, timestamp_type: str, latest_bits: bool, split: bool) -> None:
+    """The C walks (with or without the map pass's latest-offset bits, with or without the helper
+    thread hashing half of each read) clean into the very files the Python path writes."""
     monkeypatch.setattr(offset_map_module, "LATEST_BITS_MIN_PUTS_PER_SLOT", 0 if latest_bits else math.inf)
+    monkeypatch.setattr(cleaner_module, "MIN_SPLIT_READ", 0 if split else 2**62)
     props = {"delete_retention_ms": RETENTION_MS, "message_timestamp_type": timestamp_type}
     template = tmp_path / "template" / "t-0"
     time = MockTime()
@@ -221,6 +224,34 @@ def test_c_walks_and_python_path_write_the_same_files(tmp_path: Path, monkeypatc
     assert c_files.keys() == py_files.keys()
     for name in c_files:
         assert c_files[name] == py_files[name], name
+
+
+def test_hashing_on_the_helper_then_putting_maps_as_put_batches_does(c_module: None) -> None:
+    """hash_batches + put_hashes (the helper thread's half of a read) against put_batches over the
+    same bytes: the same answer and the same table, wherever the map fills, whatever the start
+    offset, with keyless records and a batch the Python path must take."""
+    rng = random.Random(9)
+    parts, base = [], 0
+    for n in range(30):
+        records = [SimpleRecord(b"v", None if rng.random() < 0.1 else b"k%d" % rng.randrange(25), 0)
+                   for _ in range(rng.randrange(1, 9))]
+        codec = CompressionType.GZIP if n == 22 else CompressionType.NONE  # the Python path's
+        batch = bytearray(MemoryRecords.with_records(2, codec, records).buffer)
+        batch[:8] = base.to_bytes(8, "big")  # offsets follow on
+        base += len(records)
+        parts.append(bytes(batch))
+    data = b"".join(parts) + parts[0][:30]  # and a batch cut short at the end
+    key_hash = KeyHash.create(SECRET, siphash=True)
+    for start in (0, 17, 60):
+        for max_entries in [0, 1, 5, 12, 24, 10_000]:
+            whole, halves = OffsetMap(24 * 64, key_hash=key_hash), OffsetMap(24 * 64, key_hash=key_hash)
+            expected = whole.put_batches(data, start, max_entries)
+            got = halves.put_hashes(halves.hash_batches(data, start), start, max_entries)
+            assert got == expected, (start, max_entries)
+            assert (halves.size, halves.latest_offset) == (whole.size, whole.latest_offset)
+            assert bytes(halves._table) == bytes(whole._table)
+    assert {OffsetMap(24 * 64, key_hash=key_hash).put_batches(data, 0, m).stop for m in (5, 10_000)} == {
+        WalkStop.FULL, WalkStop.PYTHON}
 
 
 class _IndexSpy:

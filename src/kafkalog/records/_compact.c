@@ -843,6 +843,171 @@ static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
     return Py_BuildValue("(ninLLLL)", at, stop, entries, (long long)last, records, lookups, probes);
 }
 
+/* --- the map pass on two threads ------------------------------------------------------------------
+ *
+ * Hashing is most of the map pass and needs no table: a helper thread can hash the second half of
+ * a read (offset_map_hash_batches) while the caller hashes and puts the first (put_batches); the
+ * caller then puts the helper's hashes in order (offset_map_put_hashes).  The table only ever
+ * sees the one thread, in offset order, so the map is the one put_batches alone would build.
+ */
+
+/* One keyed record hashed: its hash, offset, and index among its batch's records. */
+typedef struct {
+    uint64_t h, l;
+    int64_t offset, index;
+} Hashed;
+
+/* One batch hashed: where it ends in the buffer, its last offset, its record count, and the end
+ * of its records in the Hashed array. */
+typedef struct {
+    int64_t end, last_offset, count, hashed_end;
+} HashedBatch;
+
+PyDoc_STRVAR(offset_map_hash_batches_doc,
+"offset_map_hash_batches(data, k0, k1, start_offset) -> (consumed, stop, hashed, batches)\n\n"
+"The hashing half of offset_map_put_batches over the whole plain batches at the start of data,\n"
+"without the table (the GIL is released): hashed holds (hash first half, second half, offset,\n"
+"index in the batch) for each keyed record with offset >= start_offset, batches (end in data,\n"
+"last offset, record count, end in hashed) for each batch, as native 64-bit words.  stop is 0\n"
+"when no whole batch is left, 2 when the batch at `consumed` needs the Python path.");
+
+static PyObject *offset_map_hash_batches(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    unsigned long long k0, k1;
+    long long start_offset;
+    if (!PyArg_ParseTuple(args, "y*KKL:offset_map_hash_batches", &buf, &k0, &k1, &start_offset))
+        return NULL;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    /* Bounded by the buffer: a record takes at least MIN_RECORD_BYTES, a batch BATCH_OVERHEAD. */
+    Py_ssize_t most_records = buf.len / MIN_RECORD_BYTES + 1, most_batches = buf.len / BATCH_OVERHEAD + 1;
+    Hashed *hashed = PyMem_RawMalloc((size_t)most_records * sizeof(Hashed));
+    HashedBatch *batches = PyMem_RawMalloc((size_t)most_batches * sizeof(HashedBatch));
+    if (hashed == NULL || batches == NULL) {
+        PyMem_RawFree(hashed);
+        PyMem_RawFree(batches);
+        PyBuffer_Release(&buf);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t at = 0, n_hashed = 0, n_batches = 0;
+    int stop = STOP_END;
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        Batch b;
+        int kind = plain_batch(d + at, buf.len - at, &b, 1, 0);
+        if (kind <= 0) {
+            stop = kind == 0 ? STOP_END : STOP_PYTHON;
+            break;
+        }
+        const uint8_t *bd = d + at;
+        Py_ssize_t pos = BATCH_OVERHEAD, cap = (b.size - BATCH_OVERHEAD) / MIN_RECORD_BYTES;
+        Py_ssize_t mark = n_hashed;
+        Err e = {0, 0, 0};
+        int bad = 0;
+        for (int32_t i = 0; i < b.count; i++) {
+            Rec r;
+            if (i >= cap || parse_record(bd, b.size, &pos, &r, &e) < 0) {
+                bad = 1;
+                break;
+            }
+            int64_t offset = add64(b.base_offset, r.offset_delta);
+            if (r.key_len < 0 || offset < start_offset)
+                continue;
+            Hashed *x = &hashed[n_hashed++];
+            siphash128(bd + r.key_pos, (size_t)r.key_len, k0, k1, &x->h, &x->l);
+            x->offset = offset;
+            x->index = i;
+        }
+        if (bad || pos != b.size) {
+            n_hashed = mark; /* left to the Python path, which raises the right error */
+            stop = STOP_PYTHON;
+            break;
+        }
+        at += b.size;
+        batches[n_batches++] = (HashedBatch){at, b.last_offset, b.count, n_hashed};
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *h = PyBytes_FromStringAndSize((const char *)hashed, n_hashed * (Py_ssize_t)sizeof(Hashed));
+    PyObject *bt = h ? PyBytes_FromStringAndSize((const char *)batches, n_batches * (Py_ssize_t)sizeof(HashedBatch))
+                     : NULL;
+    PyMem_RawFree(hashed);
+    PyMem_RawFree(batches);
+    PyBuffer_Release(&buf);
+    if (bt == NULL) {
+        Py_XDECREF(h);
+        return NULL;
+    }
+    return Py_BuildValue("(niNN)", at, stop, h, bt);
+}
+
+PyDoc_STRVAR(offset_map_put_hashes_doc,
+"offset_map_put_hashes(hashed, batches, table, start_offset, max_entries, entries, latest)\n"
+"    -> (consumed, full, entries, latest, records_read, lookups, probes)\n\n"
+"Put what offset_map_hash_batches gave, batch by batch, as offset_map_put_batches puts it:\n"
+"consumed is the end of the last batch done, full whether the map filled within the next one\n"
+"(records_read then counts its records before the first one not put).");
+
+static PyObject *offset_map_put_hashes(PyObject *self, PyObject *args)
+{
+    Py_buffer hb, bb;
+    PyObject *table;
+    long long start_offset, latest;
+    Py_ssize_t max_entries, entries;
+    if (!PyArg_ParseTuple(args, "y*y*OLnnL:offset_map_put_hashes", &hb, &bb, &table, &start_offset,
+                          &max_entries, &entries, &latest))
+        return NULL;
+    PyObject *result = NULL;
+    Table t;
+    if (table_open(table, 0, 0, &t) < 0)
+        goto release;
+    if (hb.len % (Py_ssize_t)sizeof(Hashed) || bb.len % (Py_ssize_t)sizeof(HashedBatch)) {
+        PyErr_SetString(PyExc_ValueError, "hashed and batches must come from offset_map_hash_batches");
+        goto close;
+    }
+    if (max_entries > t.slots - 1)
+        max_entries = t.slots - 1;
+    const Hashed *hashed = (const Hashed *)hb.buf;
+    const HashedBatch *batches = (const HashedBatch *)bb.buf;
+    Py_ssize_t n_hashed = hb.len / (Py_ssize_t)sizeof(Hashed), n_batches = bb.len / (Py_ssize_t)sizeof(HashedBatch);
+    Py_ssize_t held = entries, consumed = 0, next = 0;
+    long long records = 0, probed = 0, looked = 0;
+    int64_t last = latest;
+    int full = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < n_batches && !full; k++) {
+        const HashedBatch *b = &batches[k];
+        Py_ssize_t end = b->hashed_end < n_hashed ? (Py_ssize_t)b->hashed_end : n_hashed;
+        for (; next < end; next++) {
+            const Hashed *x = &hashed[next];
+            if (next + GROUP < end)
+                PREFETCH(t.e + 3 * first_slot(hashed[next + GROUP].h, t.slots));
+            if (held >= max_entries) {
+                records += x->index;
+                full = 1;
+                break;
+            }
+            Probe p = {x->h, x->l, first_slot(x->h, t.slots)};
+            looked++;
+            probe_put(&t, &p, x->offset, &held, &probed);
+            last = x->offset;
+        }
+        if (full)
+            break;
+        records += b->count;
+        if (b->last_offset >= start_offset)
+            last = b->last_offset;
+        consumed = (Py_ssize_t)b->end;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(ninLLLL)", consumed, full, held, (long long)last, records, looked, probed);
+close:
+    table_close(&t);
+release:
+    PyBuffer_Release(&hb);
+    PyBuffer_Release(&bb);
+    return result;
+}
+
 /* --- the cleaning pass -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -1221,6 +1386,8 @@ static PyMethodDef module_methods[] = {
     {"offset_map_put_batches", offset_map_put_batches, METH_VARARGS, offset_map_put_batches_doc},
     {"offset_map_filter_batches", offset_map_filter_batches, METH_VARARGS, offset_map_filter_batches_doc},
     {"offset_map_index_latest", offset_map_index_latest, METH_VARARGS, offset_map_index_latest_doc},
+    {"offset_map_hash_batches", offset_map_hash_batches, METH_VARARGS, offset_map_hash_batches_doc},
+    {"offset_map_put_hashes", offset_map_put_hashes, METH_VARARGS, offset_map_put_hashes_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -38,7 +38,7 @@ from kafkalog.clock import SYSTEM_TIME, Time
 from kafkalog.errors import KafkaLogError, KafkaStorageError
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.default_batch import build_batch, compute_attributes
-from kafkalog.records.memory import MemoryRecordsBuilder
+from kafkalog.records.memory import MemoryRecordsBuilder, whole_entries_end
 from kafkalog.records.types import (
     MAGIC_V2,
     NO_TIMESTAMP,
@@ -48,7 +48,7 @@ from kafkalog.records.types import (
 )
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
-from kafkalog.storage.cleaner.offset_map import OffsetMap, RetainedRecord, WalkStop
+from kafkalog.storage.cleaner.offset_map import BatchWalk, OffsetMap, RetainedRecord, WalkStop
 from kafkalog.storage.cleaner.transaction_metadata import CleanedTransactionMetadata
 from kafkalog.storage.file_records import FileRecords, read_buffer
 from kafkalog.storage.loader import open_segment
@@ -65,6 +65,9 @@ log = logging.getLogger(__name__)
 INT32_MAX = 2**31 - 1
 DEFAULT_IO_BUFFER_SIZE = 512 * 1024
 DEFAULT_LOAD_FACTOR = 0.9
+# A map-pass read at least this big is hashed half on the helper thread (a hand-over costs tens of
+# microseconds; hashing 64 KiB of records, a few hundred).
+MIN_SPLIT_READ = 64 * 1024
 
 
 class LogCleaningAbortedError(KafkaLogError):
@@ -160,6 +163,9 @@ class Cleaner:
         # and what stays of them is one append to the cleaned segment.
         self._read_size = max(1, io_buffer_size // 2)
         self._buffer = read_buffer(self._read_size)  # the C walks' reads, reused
+        # The map pass writes nothing: its reads take the whole I/O buffer.
+        self._map_buffer = read_buffer(2 * self._read_size)
+        self._helper: ThreadPoolExecutor | None = None  # set while do_clean runs
         self._load_factor = dup_buffer_load_factor
         self._time = time
         self._check_done = check_done
@@ -181,6 +187,21 @@ class Cleaner:
         clean_part = target.segments.values(0, first_dirty) if first_dirty > 0 else []
         legacy_delete_horizon_ms = (clean_part[-1].last_modified - target.config.delete_retention_ms
                                     if clean_part else 0)
+        # One helper thread: it hashes half of each read of the map pass, then flushes and swaps in
+        # the cleaned segments.
+        thread_name = f"cleaner-{self.cleaner_id}-helper"
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name) as helper:
+            self._helper = helper
+            try:
+                return self._do_clean(cleanable, current_time, legacy_delete_horizon_ms, helper)
+            finally:
+                self._helper = None
+
+    def _do_clean(self, cleanable: LogToClean, current_time: int, legacy_delete_horizon_ms: int,
+                  helper: ThreadPoolExecutor) -> tuple[int, CleanerStats]:
+        target = cleanable.log
+        name = target.dir.name
+        first_dirty = cleanable.first_dirty_offset
         stats = CleanerStats(self._time)
         upper_bound = cleanable.first_uncleanable_offset
         self.build_offset_map(target, cleanable.first_dirty_offset, upper_bound, self.offset_map, stats)
@@ -204,20 +225,18 @@ class Cleaner:
         # page-cached data) overlap the work. A failure there, or here, stops every later swap.
         stop = threading.Event()
         swaps: list[Future[None]] = []
-        thread_name = f"cleaner-{self.cleaner_id}-swap"
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name) as swapper:
-            try:
-                for group in groups:
-                    _raise_first_failure(swaps)
-                    cleaned = self.clean_segments(target, group, self.offset_map, current_time, stats,
-                                                  transaction_metadata, legacy_delete_horizon_ms, upper_bound)
-                    swaps.append(swapper.submit(self._swap_in, target, cleaned, group, stop))
-                futures.wait(swaps)
+        try:
+            for group in groups:
                 _raise_first_failure(swaps)
-            except BaseException:
-                stop.set()
-                futures.wait(swaps)
-                raise
+                cleaned = self.clean_segments(target, group, self.offset_map, current_time, stats,
+                                              transaction_metadata, legacy_delete_horizon_ms, upper_bound)
+                swaps.append(helper.submit(self._swap_in, target, cleaned, group, stop))
+            futures.wait(swaps)
+            _raise_first_failure(swaps)
+        except BaseException:
+            stop.set()
+            futures.wait(swaps)
+            raise
         stats.buffer_utilization = self.offset_map.utilization
         stats.all_done()
         log.info("Cleaned log %s up to offset %d in %.1f s: %d segment(s) into %d; %s", name, end_offset,
@@ -254,7 +273,8 @@ class Cleaner:
                        for batch in self._read_batches(source, position))
         end = source.size_in_bytes
         while position < end:
-            walk = offset_map.put_batches(source.read_into(position, self._buffer), start, max_entries)
+            data = source.read_into(position, self._map_buffer)
+            walk = self._put_read(data, offset_map, start, max_entries)
             position += walk.consumed
             stats.map_bytes_read += walk.consumed
             stats.map_messages_read += walk.records_read
@@ -273,6 +293,22 @@ class Cleaner:
             if not taken:
                 break  # nothing whole is left
         return False
+
+    def _put_read(self, data: memoryview, offset_map: OffsetMap, start: int, max_entries: int) -> BatchWalk:
+        """``put_batches`` over one read, its second half hashed on the helper thread meanwhile
+        (where there is one and the read is big enough to pay for the hand-over)."""
+        split = whole_entries_end(data, len(data) // 2) if len(data) >= MIN_SPLIT_READ else 0
+        if self._helper is None or split == 0:
+            return offset_map.put_batches(data, start, max_entries)
+        hashing = self._helper.submit(offset_map.hash_batches, data[split:], start)
+        try:
+            first = offset_map.put_batches(data[:split], start, max_entries)
+        finally:
+            second = hashing.result()  # waited for even on failure: the buffer is read again next
+        if first.stop is not WalkStop.END or first.consumed != split:
+            return first  # the first half stopped: what was hashed of the second goes unused
+        rest = offset_map.put_hashes(second, start, max_entries)
+        return BatchWalk(split + rest.consumed, rest.stop, first.records_read + rest.records_read)
 
     @staticmethod
     def _map_batch(batch: RecordBatch, offset_map: OffsetMap, start: int, max_entries: int,

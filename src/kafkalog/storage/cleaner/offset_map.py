@@ -40,8 +40,8 @@ from kafkalog.records.native import compact_native
 from kafkalog.records.types import MAGIC_V2, Header, TimestampType
 from kafkalog.storage.cleaner.key_hash import KeyHash
 
-__all__ = ["BYTES_PER_ENTRY", "HASH_SIZE", "BatchWalk", "FilteredChunk", "OffsetMap", "RetainedRecord",
-           "Retention", "WalkStop"]
+__all__ = ["BYTES_PER_ENTRY", "HASH_SIZE", "BatchWalk", "FilteredChunk", "HashedChunk", "OffsetMap",
+           "RetainedRecord", "Retention", "WalkStop"]
 
 HASH_SIZE: Final = 16
 BYTES_PER_ENTRY: Final = HASH_SIZE + 8
@@ -78,6 +78,17 @@ class BatchWalk:
     consumed: int
     stop: WalkStop
     records_read: int
+
+
+@dataclass(frozen=True, slots=True)
+class HashedChunk:
+    """What :meth:`OffsetMap.hash_batches` found in whole plain batches: bytes of them, why it
+    stopped (``END`` or ``PYTHON``), and their keys' hashes for :meth:`OffsetMap.put_hashes`."""
+
+    consumed: int
+    stop: WalkStop
+    hashed: bytes
+    batches: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,6 +419,29 @@ class OffsetMap:
         self._lookups += lookups
         self._probes += probes
         return BatchWalk(consumed, WalkStop(stop), records)
+
+    def hash_batches(self, data: bytes | memoryview, start_offset: int) -> HashedChunk:
+        """The hashing half of :meth:`put_batches`, which never touches the table (so it may run on
+        another thread while this one puts): the hashes of the keyed records with offset >=
+        ``start_offset`` in the plain batches at the start of ``data``."""
+        assert compact_native is not None and self.walks_batches
+        consumed, stop, hashed, batches = compact_native.offset_map_hash_batches(
+            data, self._k0, self._k1, start_offset)
+        return HashedChunk(consumed, WalkStop(stop), hashed, batches)
+
+    def put_hashes(self, chunk: HashedChunk, start_offset: int, max_entries: int) -> BatchWalk:
+        """Put what :meth:`hash_batches` gave: the same map, and the same answer, as
+        :meth:`put_batches` over the same bytes."""
+        assert compact_native is not None and self.walks_batches
+        self._forget_pass()
+        consumed, full, entries, latest, records, lookups, probes = compact_native.offset_map_put_hashes(
+            chunk.hashed, chunk.batches, self._table, start_offset, max_entries, self._entries,
+            self._latest_offset)
+        self._entries, self._latest_offset = entries, latest
+        self._lookups += lookups
+        self._probes += probes
+        stop = WalkStop.FULL if full else chunk.stop if consumed == chunk.consumed else WalkStop.END
+        return BatchWalk(consumed, stop, records)
 
     def filter_batches(self, data: bytes | memoryview, current_time: int, delete_retention_ms: int,
                        protected_offsets: array[int], chunk_bytes: int, chunk_size: int) -> FilteredChunk:
