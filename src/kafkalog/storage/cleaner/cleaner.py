@@ -48,7 +48,7 @@ from kafkalog.records.types import (
 )
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
-from kafkalog.storage.cleaner.offset_map import BatchWalk, OffsetMap, RetainedRecord, WalkStop
+from kafkalog.storage.cleaner.offset_map import BatchWalk, HashedChunk, OffsetMap, RetainedRecord, WalkStop
 from kafkalog.storage.cleaner.transaction_metadata import CleanedTransactionMetadata
 from kafkalog.storage.file_records import FileRecords, read_buffer
 from kafkalog.storage.loader import open_segment
@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 INT32_MAX = 2**31 - 1
 DEFAULT_IO_BUFFER_SIZE = 512 * 1024
 DEFAULT_LOAD_FACTOR = 0.9
-# A map-pass read at least this big is hashed half on the helper thread (a hand-over costs tens of
+# A map-pass buffer at least this big is shared with the helper thread (a hand-over costs tens of
 # microseconds; hashing 64 KiB of records, a few hundred).
 MIN_SPLIT_READ = 64 * 1024
 
@@ -105,6 +105,12 @@ def _raise_first_failure(swaps: list[Future[None]]) -> None:
     for swap in swaps:
         if swap.done() and swap.exception() is not None:
             swap.result()
+
+
+def _read_and_hash(source: FileRecords, position: int, buffer: memoryview, offset_map: OffsetMap,
+                   start: int) -> HashedChunk:
+    """The helper thread's share of a map-pass read (``Cleaner._put_read``)."""
+    return offset_map.hash_batches(source.read_into(position, buffer), start)
 
 
 def _no_abort(topic_partition: str) -> None:
@@ -273,8 +279,7 @@ class Cleaner:
                        for batch in self._read_batches(source, position))
         end = source.size_in_bytes
         while position < end:
-            data = source.read_into(position, self._map_buffer)
-            walk = self._put_read(data, offset_map, start, max_entries)
+            walk = self._put_read(source, position, offset_map, start, max_entries)
             position += walk.consumed
             stats.map_bytes_read += walk.consumed
             stats.map_messages_read += walk.records_read
@@ -294,19 +299,29 @@ class Cleaner:
                 break  # nothing whole is left
         return False
 
-    def _put_read(self, data: memoryview, offset_map: OffsetMap, start: int, max_entries: int) -> BatchWalk:
-        """``put_batches`` over one read, its second half hashed on the helper thread meanwhile
-        (where there is one and the read is big enough to pay for the hand-over)."""
-        split = whole_entries_end(data, len(data) // 2) if len(data) >= MIN_SPLIT_READ else 0
-        if self._helper is None or split == 0:
-            return offset_map.put_batches(data, start, max_entries)
-        hashing = self._helper.submit(offset_map.hash_batches, data[split:], start)
+    def _put_read(self, source: FileRecords, position: int, offset_map: OffsetMap, start: int,
+                  max_entries: int) -> BatchWalk:
+        """``put_batches`` over the next read from ``position``. With the helper thread (and a buffer
+        big enough to pay for the hand-over), this thread reads and maps the whole batches of the
+        first two fifths of the buffer while the helper reads what follows into the rest and hashes
+        it; this thread then puts the helper's hashes in order. (Two fifths: putting costs about
+        a fifth of hashing, so the two threads finish together.)"""
+        buffer = self._map_buffer
+        if self._helper is None or len(buffer) < MIN_SPLIT_READ:
+            return offset_map.put_batches(source.read_into(position, buffer), start, max_entries)
+        mine = len(buffer) * 2 // 5
+        data = source.read_into(position, buffer[:mine])
+        split = whole_entries_end(data, len(data))
+        if split == 0 or len(data) < mine:  # a batch bigger than my share, or the end of the file
+            return offset_map.put_batches(source.read_into(position, buffer), start, max_entries)
+        hashing = self._helper.submit(_read_and_hash, source, position + split, buffer[mine:], offset_map,
+                                      start)
         try:
             first = offset_map.put_batches(data[:split], start, max_entries)
         finally:
             second = hashing.result()  # waited for even on failure: the buffer is read again next
         if first.stop is not WalkStop.END or first.consumed != split:
-            return first  # the first half stopped: what was hashed of the second goes unused
+            return first  # the first part stopped: what was hashed of the rest goes unused
         rest = offset_map.put_hashes(second, start, max_entries)
         return BatchWalk(split + rest.consumed, rest.stop, first.records_read + rest.records_read)
 
