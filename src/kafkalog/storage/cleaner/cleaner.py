@@ -311,8 +311,10 @@ class Cleaner:
             return offset_map.put_batches(source.read_into(position, buffer), start, max_entries)
         mine = len(buffer) * 2 // 5
         data = source.read_into(position, buffer[:mine])
+        if len(data) < mine:  # the end of the file: nothing for the helper
+            return offset_map.put_batches(data, start, max_entries)
         split = whole_entries_end(data, len(data))
-        if split == 0 or len(data) < mine:  # a batch bigger than my share, or the end of the file
+        if split == 0:  # a batch bigger than my share
             return offset_map.put_batches(source.read_into(position, buffer), start, max_entries)
         hashing = self._helper.submit(_read_and_hash, source, position + split, buffer[mine:], offset_map,
                                       start)
