@@ -9,6 +9,7 @@ import math
 import os
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import crc32c
@@ -29,9 +30,10 @@ from kafkalog.storage.cleaner.key_hash import KeyHash
 from kafkalog.storage.cleaner.log_cleaner_manager import LogCleanerManager
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
 from kafkalog.storage.cleaner.offset_map import OffsetMap, WalkStop
+from kafkalog.storage.index import OffsetIndex, OffsetPosition
 from kafkalog.storage.log import Log
 from kafkalog.tools.verify import verify_data_dir
-from tests.storage._cleaning import clean
+from tests.storage._cleaning import all_records, clean
 from tests.storage.conftest import config
 
 # The extension itself, even where KAFKALOG_PURE_PYTHON=1 keeps the library from using it.
@@ -197,8 +199,9 @@ def _files(directory: Path) -> dict[str, bytes]:
 def test_c_walks_and_python_path_write_the_same_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_module: None, seed: int, memory: int,
         io_buffer: int, timestamp_type: str, latest_bits: bool, split: bool) -> None:
-    """The C walks (with or without the map pass's latest-offset bits, with or without the helper
-    thread hashing half of each read) clean into the very files the Python path writes."""
+    """The C walks (with or without the map pass's latest-offset bits -- and so with or without
+    batches dropped unread from its directory --, with or without the helper thread hashing every
+    other window) clean into the very files the Python path writes."""
     monkeypatch.setattr(offset_map_module, "LATEST_BITS_MIN_PUTS_PER_SLOT", 0 if latest_bits else math.inf)
     monkeypatch.setattr(cleaner_module, "MIN_SPLIT_READ", 0 if split else 2**62)
     props = {"delete_retention_ms": RETENTION_MS, "message_timestamp_type": timestamp_type}
@@ -219,11 +222,96 @@ def test_c_walks_and_python_path_write_the_same_files(
         results.append((_files(directory), _stats(stats)))
     (c_files, c_stats), (py_files, py_stats) = results
     assert (spy.indexed > 0) == latest_bits
+    assert (spy.skipped > 0) == latest_bits  # batches dropped from the map pass's directory alone
     assert c_stats == py_stats
     assert c_stats["superseded_removed"] > 0 and c_stats["tombstones_removed"] > 0
     assert c_files.keys() == py_files.keys()
     for name in c_files:
         assert c_files[name] == py_files[name], name
+
+
+def _shifted_lookup(by: int) -> Callable[[OffsetIndex, int], OffsetPosition | None]:
+    original = OffsetIndex.lookup_position
+
+    def lookup(index: OffsetIndex, position: int) -> OffsetPosition | None:
+        entry = original(index, position)
+        return None if entry is None else OffsetPosition(entry.offset, entry.position + by)
+    return lookup
+
+
+def test_index_entries_that_are_not_batch_starts_only_slow_the_map_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_module: None) -> None:
+    """The two-thread map pass cuts each segment into windows where the offset index says batches
+    start; where it is wrong (here: every entry it asks for 3 bytes off), a window's walk ends short
+    of its end and the pass goes on from there: the same files as with a sound index."""
+    monkeypatch.setattr(cleaner_module, "MIN_SPLIT_READ", 0)
+    props = {"cleanup_policy": "compact", "segment_bytes": 16 * 1024, "index_interval_bytes": 1}
+    template = tmp_path / "template" / "t-0"
+    rng = random.Random(21)
+    time = MockTime()
+    with Log.open(template, config(**props), time=time) as log:
+        for _ in range(300):
+            log.append_as_leader(MemoryRecords.with_records(2, CompressionType.NONE, [
+                SimpleRecord(rng.randbytes(rng.randrange(0, 20)), b"k%d" % rng.randrange(30),
+                             time.milliseconds()) for _ in range(rng.randrange(1, 6))]))
+        log.roll()
+    results, windows = [], []
+    for shift in (0, 3):
+        directory = tmp_path / f"shift-{shift}" / "t-0"
+        shutil.copytree(template, directory)
+        monkeypatch.setattr(OffsetIndex, "lookup_position", _shifted_lookup(shift))
+        spy = _IndexSpy()
+        monkeypatch.setattr(offset_map_module, "compact_native", spy)
+        with Log.open(directory, config(**props), time=MockTime(), had_clean_shutdown=True) as log:
+            Cleaner(OffsetMap(24 * 1000, key_hash=KeyHash.create(SECRET, siphash=True)), io_buffer_size=2048,
+                    time=log.time).clean(LogToClean(log.topic, log.partition, log, 0,
+                                                    log.active_segment.base_offset))
+        results.append(_files(directory))
+        windows.append(spy.windows_put)
+    assert results[0] == results[1]
+    assert windows[0] > 10 and windows[1] == 0  # helper windows mapped whole: many, then none
+
+
+def test_superseded_batches_are_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               c_module: None) -> None:
+    """A log of few keys updated again and again: the cleaning pass reads the batches around the
+    keys' latest records, not the whole log, and counts the others as read and superseded."""
+    time = MockTime()
+    log = Log.open(tmp_path / "t-0", config(cleanup_policy="compact", segment_bytes=64 * 1024), time=time)
+    try:
+        for n in range(400):
+            log.append_as_leader(MemoryRecords.with_records(2, CompressionType.NONE, [
+                SimpleRecord(b"value-%d" % n, b"key-%d" % (i % 7), time.milliseconds()) for i in range(10)]))
+        log.roll()
+        size = log.size_in_bytes
+        read = [0]
+        cleaning = [False]
+        original = cleaner_module.FileRecords.read_into
+
+        def counting(self: object, position: int, buffer: memoryview) -> memoryview:
+            data: memoryview = original(self, position, buffer)  # type: ignore[arg-type]
+            if cleaning[0]:
+                read[0] += len(data)
+            return data
+
+        def start_cleaning(*args: object, **kwargs: object) -> None:
+            cleaning[0] = True
+            return original_clean_into(*args, **kwargs)
+
+        original_clean_into = Cleaner.clean_into
+        monkeypatch.setattr(cleaner_module.FileRecords, "read_into", counting)
+        monkeypatch.setattr(Cleaner, "clean_into", start_cleaning)
+        # The directory gets an eighth of the map's memory: 400 entries of 48 bytes fit in this one.
+        _, stats = Cleaner(OffsetMap(24 * 10_000), time=time).clean(
+            LogToClean(log.topic, log.partition, log, 0, log.active_segment.base_offset))
+        assert stats.bytes_read == stats.map_bytes_read == size
+        assert stats.messages_read == 4000 and stats.messages_written == 7
+        assert stats.superseded_removed == 4000 - 7
+        assert 0 < read[0] < size // 20
+        assert {record.key: record.value for record in all_records(log)} == {
+            b"key-%d" % i: b"value-399" for i in range(7)}
+    finally:
+        log.close()
 
 
 def test_hashing_on_the_helper_then_putting_maps_as_put_batches_does(c_module: None) -> None:
@@ -259,10 +347,22 @@ class _IndexSpy:
 
     def __init__(self) -> None:
         self.indexed = 0
+        self.skipped = 0
+        self.windows_put = 0
 
     def offset_map_index_latest(self, *args: object) -> int:
         self.indexed += 1
         return int(compact.offset_map_index_latest(*args))
+
+    def offset_map_put_hashes(self, *args: object) -> tuple[int, ...]:
+        result: tuple[int, ...] = compact.offset_map_put_hashes(*args)
+        self.windows_put += result[0] > 0
+        return result
+
+    def offset_map_skip_superseded(self, *args: object) -> tuple[int, ...]:
+        result: tuple[int, ...] = compact.offset_map_skip_superseded(*args)
+        self.skipped += result[3]
+        return result
 
     def __getattr__(self, name: str) -> object:
         return getattr(compact, name)

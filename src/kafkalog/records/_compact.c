@@ -747,6 +747,15 @@ typedef struct {
     int attributes;
 } Batch;
 
+/* One plain batch a map-pass walk went through, as native 64-bit words: where it starts and ends
+ * in its file, its offsets, its record count, and how many of its records were keyed with offset
+ * >= the walk's start offset (those it hashed and put).  The walks return one per batch done; the
+ * cleaner keeps them as the batch directory the cleaning pass skips superseded batches with
+ * (offset_map_skip_superseded). */
+typedef struct {
+    int64_t start, end, base_offset, last_offset, count, keyed;
+} BatchEntry;
+
 /* The batch at d[0, avail): 1 when it is whole and plain (the C path takes it), 0 when it is not
  * whole in the buffer, -1 when the Python path must take it.  Its CRC is checked unless all of it
  * lies in [checked_lo, checked_hi]: offsets whose batches the map pass has just checked. */
@@ -779,29 +788,38 @@ static int plain_batch(const uint8_t *d, Py_ssize_t avail, Batch *b, int64_t che
 }
 
 PyDoc_STRVAR(offset_map_put_batches_doc,
-"offset_map_put_batches(data, table, k0, k1, start_offset, max_entries, entries, latest)\n"
-"    -> (consumed, stop, entries, latest, records_read, lookups, probes)\n\n"
+"offset_map_put_batches(data, position, table, k0, k1, start_offset, max_entries, entries, latest)\n"
+"    -> (consumed, stop, entries, latest, records_read, lookups, probes, batches)\n\n"
 "The map pass over the whole batches at the start of data: each plain batch's keyed records with\n"
 "offset >= start_offset are mapped, and latest becomes the batch's last offset (if >= start_offset).\n"
 "consumed is the bytes of the batches done; stop says why the walk ended (0: no whole batch left,\n"
 "2: the batch at `consumed` needs the Python path, 3: the map filled within it after records_read\n"
-"counted its consumed records).");
+"counted its consumed records).  batches holds a BatchEntry for each batch done, data[0] being\n"
+"at file position `position`.");
 
 static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
 {
     Py_buffer buf;
     PyObject *table;
     unsigned long long k0, k1;
-    long long start_offset, latest;
+    long long position, start_offset, latest;
     Py_ssize_t max_entries, entries;
-    if (!PyArg_ParseTuple(args, "y*OKKLnnL:offset_map_put_batches", &buf, &table, &k0, &k1, &start_offset,
-                          &max_entries, &entries, &latest))
+    if (!PyArg_ParseTuple(args, "y*LOKKLnnL:offset_map_put_batches", &buf, &position, &table, &k0, &k1,
+                          &start_offset, &max_entries, &entries, &latest))
         return NULL;
     Table t;
     if (table_open(table, k0, k1, &t) < 0) {
         PyBuffer_Release(&buf);
         return NULL;
     }
+    /* Bounded by the buffer: a batch takes at least BATCH_OVERHEAD bytes. */
+    BatchEntry *batches = PyMem_RawMalloc((size_t)(buf.len / BATCH_OVERHEAD + 1) * sizeof(BatchEntry));
+    if (batches == NULL) {
+        table_close(&t);
+        PyBuffer_Release(&buf);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t n_batches = 0;
     if (max_entries > t.slots - 1)
         max_entries = t.slots - 1;
     const uint8_t *d = (const uint8_t *)buf.buf;
@@ -820,6 +838,7 @@ static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
         }
         Err e = {0, 0, 0};
         Py_ssize_t bad;
+        long long looked = lookups;
         Py_ssize_t done = put_area(&t, d + at, BATCH_OVERHEAD, b.size, b.count, b.base_offset, start_offset,
                                    max_entries, &entries, &last, &lookups, &probes, &bad, &e);
         if (done < 0) {
@@ -835,12 +854,18 @@ static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
         }
         if (b.last_offset >= start_offset)
             last = b.last_offset;
+        batches[n_batches++] = (BatchEntry){position + at, position + at + b.size, b.base_offset, b.last_offset,
+                                            b.count, lookups - looked};
         at += b.size;
     }
     Py_END_ALLOW_THREADS
     table_close(&t);
     PyBuffer_Release(&buf);
-    return Py_BuildValue("(ninLLLL)", at, stop, entries, (long long)last, records, lookups, probes);
+    PyObject *bt = PyBytes_FromStringAndSize((const char *)batches, n_batches * (Py_ssize_t)sizeof(BatchEntry));
+    PyMem_RawFree(batches);
+    if (bt == NULL)
+        return NULL;
+    return Py_BuildValue("(ninLLLLN)", at, stop, entries, (long long)last, records, lookups, probes, bt);
 }
 
 /* --- the map pass on two threads ------------------------------------------------------------------
@@ -857,32 +882,26 @@ typedef struct {
     int64_t offset, index;
 } Hashed;
 
-/* One batch hashed: where it ends in the buffer, its last offset, its record count, and the end
- * of its records in the Hashed array. */
-typedef struct {
-    int64_t end, last_offset, count, hashed_end;
-} HashedBatch;
-
 PyDoc_STRVAR(offset_map_hash_batches_doc,
-"offset_map_hash_batches(data, k0, k1, start_offset) -> (consumed, stop, hashed, batches)\n\n"
+"offset_map_hash_batches(data, position, k0, k1, start_offset) -> (consumed, stop, hashed, batches)\n\n"
 "The hashing half of offset_map_put_batches over the whole plain batches at the start of data,\n"
 "without the table (the GIL is released): hashed holds (hash first half, second half, offset,\n"
-"index in the batch) for each keyed record with offset >= start_offset, batches (end in data,\n"
-"last offset, record count, end in hashed) for each batch, as native 64-bit words.  stop is 0\n"
+"index in the batch) for each keyed record with offset >= start_offset, as native 64-bit words,\n"
+"batches a BatchEntry for each batch (data[0] being at file position `position`).  stop is 0\n"
 "when no whole batch is left, 2 when the batch at `consumed` needs the Python path.");
 
 static PyObject *offset_map_hash_batches(PyObject *self, PyObject *args)
 {
     Py_buffer buf;
     unsigned long long k0, k1;
-    long long start_offset;
-    if (!PyArg_ParseTuple(args, "y*KKL:offset_map_hash_batches", &buf, &k0, &k1, &start_offset))
+    long long position, start_offset;
+    if (!PyArg_ParseTuple(args, "y*LKKL:offset_map_hash_batches", &buf, &position, &k0, &k1, &start_offset))
         return NULL;
     const uint8_t *d = (const uint8_t *)buf.buf;
     /* Bounded by the buffer: a record takes at least MIN_RECORD_BYTES, a batch BATCH_OVERHEAD. */
     Py_ssize_t most_records = buf.len / MIN_RECORD_BYTES + 1, most_batches = buf.len / BATCH_OVERHEAD + 1;
     Hashed *hashed = PyMem_RawMalloc((size_t)most_records * sizeof(Hashed));
-    HashedBatch *batches = PyMem_RawMalloc((size_t)most_batches * sizeof(HashedBatch));
+    BatchEntry *batches = PyMem_RawMalloc((size_t)most_batches * sizeof(BatchEntry));
     if (hashed == NULL || batches == NULL) {
         PyMem_RawFree(hashed);
         PyMem_RawFree(batches);
@@ -924,11 +943,12 @@ static PyObject *offset_map_hash_batches(PyObject *self, PyObject *args)
             break;
         }
         at += b.size;
-        batches[n_batches++] = (HashedBatch){at, b.last_offset, b.count, n_hashed};
+        batches[n_batches++] = (BatchEntry){position + at - b.size, position + at, b.base_offset, b.last_offset,
+                                            b.count, n_hashed - mark};
     }
     Py_END_ALLOW_THREADS
     PyObject *h = PyBytes_FromStringAndSize((const char *)hashed, n_hashed * (Py_ssize_t)sizeof(Hashed));
-    PyObject *bt = h ? PyBytes_FromStringAndSize((const char *)batches, n_batches * (Py_ssize_t)sizeof(HashedBatch))
+    PyObject *bt = h ? PyBytes_FromStringAndSize((const char *)batches, n_batches * (Py_ssize_t)sizeof(BatchEntry))
                      : NULL;
     PyMem_RawFree(hashed);
     PyMem_RawFree(batches);
@@ -942,10 +962,11 @@ static PyObject *offset_map_hash_batches(PyObject *self, PyObject *args)
 
 PyDoc_STRVAR(offset_map_put_hashes_doc,
 "offset_map_put_hashes(hashed, batches, table, start_offset, max_entries, entries, latest)\n"
-"    -> (consumed, full, entries, latest, records_read, lookups, probes)\n\n"
+"    -> (consumed, full, entries, latest, records_read, lookups, probes, batches_done)\n\n"
 "Put what offset_map_hash_batches gave, batch by batch, as offset_map_put_batches puts it:\n"
-"consumed is the end of the last batch done, full whether the map filled within the next one\n"
-"(records_read then counts its records before the first one not put).");
+"consumed is the bytes of the batches done (the first batches_done of `batches`), full whether\n"
+"the map filled within the next one (records_read then counts its records before the first one\n"
+"not put).");
 
 static PyObject *offset_map_put_hashes(PyObject *self, PyObject *args)
 {
@@ -960,23 +981,24 @@ static PyObject *offset_map_put_hashes(PyObject *self, PyObject *args)
     Table t;
     if (table_open(table, 0, 0, &t) < 0)
         goto release;
-    if (hb.len % (Py_ssize_t)sizeof(Hashed) || bb.len % (Py_ssize_t)sizeof(HashedBatch)) {
+    if (hb.len % (Py_ssize_t)sizeof(Hashed) || bb.len % (Py_ssize_t)sizeof(BatchEntry)) {
         PyErr_SetString(PyExc_ValueError, "hashed and batches must come from offset_map_hash_batches");
         goto close;
     }
     if (max_entries > t.slots - 1)
         max_entries = t.slots - 1;
     const Hashed *hashed = (const Hashed *)hb.buf;
-    const HashedBatch *batches = (const HashedBatch *)bb.buf;
-    Py_ssize_t n_hashed = hb.len / (Py_ssize_t)sizeof(Hashed), n_batches = bb.len / (Py_ssize_t)sizeof(HashedBatch);
-    Py_ssize_t held = entries, consumed = 0, next = 0;
+    const BatchEntry *batches = (const BatchEntry *)bb.buf;
+    Py_ssize_t n_hashed = hb.len / (Py_ssize_t)sizeof(Hashed), n_batches = bb.len / (Py_ssize_t)sizeof(BatchEntry);
+    Py_ssize_t held = entries, consumed = 0, next = 0, done = 0, hashed_end = 0;
     long long records = 0, probed = 0, looked = 0;
     int64_t last = latest;
     int full = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < n_batches && !full; k++) {
-        const HashedBatch *b = &batches[k];
-        Py_ssize_t end = b->hashed_end < n_hashed ? (Py_ssize_t)b->hashed_end : n_hashed;
+        const BatchEntry *b = &batches[k];
+        hashed_end += (Py_ssize_t)b->keyed;
+        Py_ssize_t end = hashed_end < n_hashed ? hashed_end : n_hashed;
         for (; next < end; next++) {
             const Hashed *x = &hashed[next];
             if (next + GROUP < end)
@@ -996,10 +1018,11 @@ static PyObject *offset_map_put_hashes(PyObject *self, PyObject *args)
         records += b->count;
         if (b->last_offset >= start_offset)
             last = b->last_offset;
-        consumed = (Py_ssize_t)b->end;
+        consumed = (Py_ssize_t)(b->end - batches[0].start);
+        done = k + 1;
     }
     Py_END_ALLOW_THREADS
-    result = Py_BuildValue("(ninLLLL)", consumed, full, held, (long long)last, records, looked, probed);
+    result = Py_BuildValue("(ninLLLLn)", consumed, full, held, (long long)last, records, looked, probed, done);
 close:
     table_close(&t);
 release:
@@ -1378,6 +1401,118 @@ done:
     return result;
 }
 
+/* --- skipping what the map pass has shown superseded ---------------------------------------------
+ *
+ * Once the map pass is done, a batch it walked whose offsets hold no key's latest record loses all
+ * its records to the cleaning pass: the directory of batches the map pass kept, with the latest
+ * bits, says so without the batch being read again.  Most of a log's batches are like that when
+ * its keys are updated often, which is what compaction is for.
+ */
+
+/* Whether any offset of [first, last] (within the bits) is some key's latest. */
+static int any_latest(const Latest *l, int64_t first, int64_t last)
+{
+    uint64_t i = (uint64_t)first - (uint64_t)l->lo, j = (uint64_t)last - (uint64_t)l->lo;
+    for (; i <= j && (i & 7); i++)
+        if ((l->bits[i >> 3] >> (i & 7)) & 1)
+            return 1;
+    for (; i + 7 <= j; i += 8)
+        if (l->bits[i >> 3])
+            return 1;
+    for (; i <= j; i++)
+        if ((l->bits[i >> 3] >> (i & 7)) & 1)
+            return 1;
+    return 0;
+}
+
+/* Whether none of the batch's records stays: it lies within the mapped range and the bits, holds
+ * no key's latest record, and is not the last batch of a producer (whose header must stay). */
+static int superseded_batch(const BatchEntry *e, const Latest *l, int64_t latest, const int64_t *protected_offsets,
+                            Py_ssize_t n_protected)
+{
+    if (e->base_offset < l->lo || e->base_offset > e->last_offset || e->last_offset > latest
+        || (uint64_t)e->last_offset - (uint64_t)l->lo >= (uint64_t)l->count || e->keyed > e->count
+        || contains(protected_offsets, n_protected, e->last_offset))
+        return 0;
+    return !any_latest(l, e->base_offset, e->last_offset);
+}
+
+PyDoc_STRVAR(offset_map_skip_superseded_doc,
+"offset_map_skip_superseded(directory, position, mapped_from, latest_offset, latest_bits, protected,\n"
+"                           chunk_bytes, read_size)\n"
+"    -> (consumed, stop, live_end, records, superseded, keyless)\n\n"
+"From the batch of the directory (BatchEntry words, in file order) that starts at file position\n"
+"`position`, pass over the consecutive batches none of whose records stays (wholly within\n"
+"[mapped_from, latest_offset] and latest_bits with no offset of theirs set, last offset not in\n"
+"`protected`): their records go, the keyed ones as superseded, the others as keyless -- what\n"
+"offset_map_filter_batches would decide -- without their bytes being read again.  Stops before a\n"
+"batch that would take chunk_bytes + consumed past read_size (stop 1) unless nothing is in the\n"
+"chunk yet, else with stop 0.  live_end is where the batches that follow stop being worth reading:\n"
+"the start of the next batch to pass over, or -1 if that is not within read_size of them.");
+
+static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
+{
+    Py_buffer dir, bits, prot;
+    long long position, mapped_from, latest;
+    Py_ssize_t chunk_bytes, read_size;
+    if (!PyArg_ParseTuple(args, "y*LLLy*y*nn:offset_map_skip_superseded", &dir, &position, &mapped_from, &latest,
+                          &bits, &prot, &chunk_bytes, &read_size))
+        return NULL;
+    if (dir.len % (Py_ssize_t)sizeof(BatchEntry)) {
+        PyBuffer_Release(&dir);
+        PyBuffer_Release(&bits);
+        PyBuffer_Release(&prot);
+        PyErr_SetString(PyExc_ValueError, "directory must hold BatchEntry words");
+        return NULL;
+    }
+    const BatchEntry *entries = (const BatchEntry *)dir.buf;
+    Py_ssize_t n = dir.len / (Py_ssize_t)sizeof(BatchEntry);
+    Latest lb = {(const uint8_t *)bits.buf, mapped_from, (int64_t)bits.len * 8};
+    const int64_t *protected_offsets = (const int64_t *)prot.buf;
+    Py_ssize_t n_protected = prot.len / 8;
+    long long records = 0, superseded = 0, keyless = 0;
+    int64_t at = position, live_end = -1;
+    int stop = STOP_END;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (entries[mid].start < position)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    Py_ssize_t i = lo;
+    for (; i < n && entries[i].start == at && superseded_batch(&entries[i], &lb, latest, protected_offsets, n_protected);
+         i++) {
+        int64_t size = entries[i].end - entries[i].start;
+        if (chunk_bytes + (at - position) > 0 && chunk_bytes + (at - position) + size > read_size) {
+            stop = STOP_BUDGET;
+            break;
+        }
+        records += entries[i].count;
+        superseded += entries[i].keyed;
+        keyless += entries[i].count - entries[i].keyed;
+        at = entries[i].end;
+    }
+    if (stop == STOP_END) {
+        int64_t end = at;
+        for (; i < n && entries[i].start == end && end - at < read_size; i++) {
+            if (superseded_batch(&entries[i], &lb, latest, protected_offsets, n_protected)) {
+                live_end = end;
+                break;
+            }
+            end = entries[i].end;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&dir);
+    PyBuffer_Release(&bits);
+    PyBuffer_Release(&prot);
+    return Py_BuildValue("(LiLLLL)", (long long)(at - position), stop, (long long)live_end, records, superseded,
+                         keyless);
+}
+
 static PyMethodDef module_methods[] = {
     {"siphash13", py_siphash13, METH_VARARGS, siphash13_doc},
     {"crc32c", py_crc32c, METH_O, crc32c_doc},
@@ -1388,6 +1523,7 @@ static PyMethodDef module_methods[] = {
     {"offset_map_index_latest", offset_map_index_latest, METH_VARARGS, offset_map_index_latest_doc},
     {"offset_map_hash_batches", offset_map_hash_batches, METH_VARARGS, offset_map_hash_batches_doc},
     {"offset_map_put_hashes", offset_map_put_hashes, METH_VARARGS, offset_map_put_hashes_doc},
+    {"offset_map_skip_superseded", offset_map_skip_superseded, METH_VARARGS, offset_map_skip_superseded_doc},
     {NULL, NULL, 0, NULL},
 };
 

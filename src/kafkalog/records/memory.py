@@ -56,7 +56,7 @@ from kafkalog.records.types import (
     TimestampType,
 )
 
-__all__ = ["MemoryRecords", "MemoryRecordsBuilder", "RecordsInfo", "iter_batches", "whole_entries_end"]
+__all__ = ["MemoryRecords", "MemoryRecordsBuilder", "RecordsInfo", "iter_batches"]
 
 _SIZE = struct.Struct(">i")
 
@@ -78,22 +78,6 @@ def iter_batches(
     if in_memory:
         return _iter_memory_batches(view, start, base_position)
     return _iter_file_batches(view, start, base_position)
-
-
-def whole_entries_end(buf: BytesLike, limit: int) -> int:
-    """The end of the last log entry at the start of ``buf`` that is whole within ``buf[:limit]``,
-    by the entries' length fields alone (nothing else is read or checked), or 0: where a reader can
-    cut ``buf`` in two without cutting an entry."""
-    view = _as_byte_view(buf)
-    limit = min(limit, len(view))
-    unpack_size = _SIZE.unpack_from
-    pos = 0
-    while limit - pos >= LOG_OVERHEAD:
-        (size,) = unpack_size(view, pos + 8)
-        if size < MIN_RECORD_SIZE or LOG_OVERHEAD + size > limit - pos:
-            break
-        pos += LOG_OVERHEAD + size
-    return pos
 
 
 def _iter_file_batches(view: memoryview, pos: int, base_position: int) -> Iterator[RecordBatch]:

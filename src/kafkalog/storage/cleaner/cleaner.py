@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -38,7 +39,7 @@ from kafkalog.clock import SYSTEM_TIME, Time
 from kafkalog.errors import KafkaLogError, KafkaStorageError
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.default_batch import build_batch, compute_attributes
-from kafkalog.records.memory import MemoryRecordsBuilder, whole_entries_end
+from kafkalog.records.memory import MemoryRecordsBuilder
 from kafkalog.records.types import (
     MAGIC_V2,
     NO_TIMESTAMP,
@@ -46,6 +47,7 @@ from kafkalog.records.types import (
     CompressionType,
     TimestampType,
 )
+from kafkalog.storage.cleaner.batch_directory import BatchDirectory
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
 from kafkalog.storage.cleaner.offset_map import BatchWalk, HashedChunk, OffsetMap, RetainedRecord, WalkStop
@@ -110,7 +112,7 @@ def _raise_first_failure(swaps: list[Future[None]]) -> None:
 def _read_and_hash(source: FileRecords, position: int, buffer: memoryview, offset_map: OffsetMap,
                    start: int) -> HashedChunk:
     """The helper thread's share of a map-pass read (``Cleaner._put_read``)."""
-    return offset_map.hash_batches(source.read_into(position, buffer), start)
+    return offset_map.hash_batches(source.read_into(position, buffer), start, position)
 
 
 def _no_abort(topic_partition: str) -> None:
@@ -171,6 +173,9 @@ class Cleaner:
         self._buffer = read_buffer(self._read_size)  # the C walks' reads, reused
         # The map pass writes nothing: its reads take the whole I/O buffer.
         self._map_buffer = read_buffer(2 * self._read_size)
+        # Where the map pass found each plain batch: the cleaning pass skips those that keep nothing.
+        # An eighth of the map's memory (as much again as the latest-offset bits may take).
+        self._directory = BatchDirectory(offset_map.memory // 8)
         self._helper: ThreadPoolExecutor | None = None  # set while do_clean runs
         self._load_factor = dup_buffer_load_factor
         self._time = time
@@ -202,6 +207,7 @@ class Cleaner:
                 return self._do_clean(cleanable, current_time, legacy_delete_horizon_ms, helper)
             finally:
                 self._helper = None
+                self._directory.clear()  # it is this round's: its memory goes with it
 
     def _do_clean(self, cleanable: LogToClean, current_time: int, legacy_delete_horizon_ms: int,
                   helper: ThreadPoolExecutor) -> tuple[int, CleanerStats]:
@@ -255,6 +261,7 @@ class Cleaner:
                          stats: CleanerStats) -> None:
         """Map the latest offset of each key in [start, end), as far as the map's load factor allows."""
         offset_map.clear()
+        self._directory.clear()
         dirty = target.segments.values(start, end) if start < end else []
         transaction_metadata = CleanedTransactionMetadata()
         transaction_metadata.add_aborted_transactions(target.collect_aborted_transactions(start, end))
@@ -279,7 +286,8 @@ class Cleaner:
                        for batch in self._read_batches(source, position))
         end = source.size_in_bytes
         while position < end:
-            walk = self._put_read(source, position, offset_map, start, max_entries)
+            walk = self._put_read(segment, position, offset_map, start, max_entries)
+            self._directory.add(segment.base_offset, walk.batches)
             position += walk.consumed
             stats.map_bytes_read += walk.consumed
             stats.map_messages_read += walk.records_read
@@ -299,33 +307,97 @@ class Cleaner:
                 break  # nothing whole is left
         return False
 
-    def _put_read(self, source: FileRecords, position: int, offset_map: OffsetMap, start: int,
+    def _put_read(self, segment: LogSegment, position: int, offset_map: OffsetMap, start: int,
                   max_entries: int) -> BatchWalk:
-        """``put_batches`` over the next read from ``position``. With the helper thread (and a buffer
-        big enough to pay for the hand-over), this thread reads and maps the whole batches of the
-        first two fifths of the buffer while the helper reads what follows into the rest and hashes
-        it; this thread then puts the helper's hashes in order. (Two fifths: putting costs about
-        a fifth of hashing, so the two threads finish together.)"""
+        """``put_batches`` over whole batches of ``segment`` from ``position``: on this thread alone
+        one buffer at a time, or with the helper thread (when the buffer is big enough to pay for
+        the hand-overs) over many windows (:meth:`_put_windows`)."""
+        source = segment.log
         buffer = self._map_buffer
-        if self._helper is None or len(buffer) < MIN_SPLIT_READ:
-            return offset_map.put_batches(source.read_into(position, buffer), start, max_entries)
-        mine = len(buffer) * 2 // 5
-        data = source.read_into(position, buffer[:mine])
-        if len(data) < mine:  # the end of the file: nothing for the helper
-            return offset_map.put_batches(data, start, max_entries)
-        split = whole_entries_end(data, len(data))
-        if split == 0:  # a batch bigger than my share
-            return offset_map.put_batches(source.read_into(position, buffer), start, max_entries)
-        hashing = self._helper.submit(_read_and_hash, source, position + split, buffer[mine:], offset_map,
-                                      start)
+        if self._helper is not None and len(buffer) >= MIN_SPLIT_READ:
+            walk = self._put_windows(segment, position, offset_map, start, max_entries)
+            if walk.consumed or walk.stop is not WalkStop.END:
+                return walk
+            # A batch bigger than a window: the whole buffer may hold it.
+        return offset_map.put_batches(source.read_into(position, buffer), start, max_entries, position)
+
+    def _windows(self, segment: LogSegment, position: int) -> Iterator[tuple[int, int, int]]:
+        """From ``position``, pairs of consecutive windows of the segment's log, each ending where
+        an offset index entry says a batch starts (or at the end): (start, end of this thread's
+        window, end of the helper's). The split is two fifths to three: putting the helper's
+        hashes costs this thread about half of what its own share's hashing does."""
+        end = segment.log.size_in_bytes
+        index = segment.offset_index
+        mine, theirs = len(self._map_buffer) // 4, len(self._map_buffer) * 3 // 8
+
+        def window_end(at: int, size: int) -> int:
+            if at + size >= end:
+                return end
+            entry = index.lookup_position(at + size)
+            return entry.position if entry is not None and entry.position > at else at + size
+
+        while position < end:
+            middle = window_end(position, mine)
+            last = window_end(middle, theirs) if middle < end else end
+            yield position, middle, last
+            position = last
+
+    def _put_windows(self, segment: LogSegment, position: int, offset_map: OffsetMap, start: int,
+                     max_entries: int) -> BatchWalk:
+        """The map pass on two threads, over pairs of windows (:meth:`_windows`): the helper reads
+        and hashes (no table, no GIL: ``hash_batches``) its window of each pair, up to two pairs
+        ahead, while this thread reads and maps its own (``put_batches``) and then puts the
+        helper's hashes (``put_hashes``), so the table sees one thread, in offset order -- the map
+        ``put_batches`` alone builds. Pairs go on while each window was mapped whole; at anything
+        else (a batch for the Python path, one bigger than a window, an index entry that is not a
+        batch's start, the map full) the walk stops there and the caller goes on from it."""
+        helper = self._helper
+        assert helper is not None
+        source = segment.log
+        mine = self._map_buffer[:len(self._map_buffer) // 4]
+        free = [self._map_buffer[len(mine):len(mine) + len(self._map_buffer) * 3 // 8],
+                self._map_buffer[len(mine) + len(self._map_buffer) * 3 // 8:]]
+        pairs = self._windows(segment, position)
+        ahead: deque[tuple[tuple[int, int, int], memoryview, Future[HashedChunk] | None]] = deque()
+
+        def submit_next() -> None:
+            pair = next(pairs, None)
+            if pair is None:
+                return
+            _, middle, last = pair
+            buffer = free.pop()
+            hashing = None
+            if last > middle:
+                hashing = helper.submit(_read_and_hash, source, middle, buffer[:last - middle], offset_map,
+                                        start)
+            ahead.append((pair, buffer, hashing))
+
+        at, records, stop = position, 0, WalkStop.END
+        batches: list[bytes] = []
+        submit_next()
+        submit_next()
         try:
-            first = offset_map.put_batches(data[:split], start, max_entries)
+            while ahead:
+                (first_at, middle, last), buffer, hashing = ahead[0]
+                walk = offset_map.put_batches(source.read_into(first_at, mine[:middle - first_at]), start,
+                                              max_entries, first_at)
+                at, records, stop = at + walk.consumed, records + walk.records_read, walk.stop
+                batches.append(walk.batches)
+                if stop is not WalkStop.END or at != middle or hashing is None:
+                    break
+                hashed = hashing.result()
+                walk = offset_map.put_hashes(hashed, start, max_entries)
+                at, records, stop = at + walk.consumed, records + walk.records_read, walk.stop
+                batches.append(walk.batches)
+                if stop is not WalkStop.END or at != last:
+                    break
+                ahead.popleft()
+                free.append(buffer)
+                submit_next()
         finally:
-            second = hashing.result()  # waited for even on failure: the buffer is read again next
-        if first.stop is not WalkStop.END or first.consumed != split:
-            return first  # the first part stopped: what was hashed of the rest goes unused
-        rest = offset_map.put_hashes(second, start, max_entries)
-        return BatchWalk(split + rest.consumed, rest.stop, first.records_read + rest.records_read)
+            # The helper's reads fill these buffers: none may still run when they are read again.
+            futures.wait([hashing for _, _, hashing in ahead if hashing is not None])
+        return BatchWalk(at - position, stop, records, b"".join(batches))
 
     @staticmethod
     def _map_batch(batch: RecordBatch, offset_map: OffsetMap, start: int, max_entries: int,
@@ -375,7 +447,8 @@ class Cleaner:
                 log.debug("Cleaning %r of %s into %d", segment, target.dir.name, base)
                 self.clean_into(target, segment.log, cleaned, offset_map, retain_legacy_deletes,
                                 target.config.delete_retention_ms, transaction_metadata, last_records,
-                                upper_bound_offset, stats, current_time)
+                                upper_bound_offset, stats, current_time,
+                                self._directory.entries(segment.base_offset))
             cleaned.on_become_inactive_segment()
             return cleaned
         except BaseException:
@@ -409,10 +482,13 @@ class Cleaner:
     def clean_into(self, target: Log, source: FileRecords, dest: LogSegment, offset_map: OffsetMap,
                    retain_legacy_deletes: bool, delete_retention_ms: int,
                    transaction_metadata: CleanedTransactionMetadata, last_records: dict[int, LastRecord],
-                   upper_bound_offset: int, stats: CleanerStats, current_time: int) -> None:
+                   upper_bound_offset: int, stats: CleanerStats, current_time: int,
+                   directory: bytearray | None = None) -> None:
         """Copy what stays of ``source`` into ``dest``, one append per read of whole batches (up to
         half the I/O buffer). With the C module, plain batches are cleaned a buffer at a time --
-        into the same bytes and the same appends -- and the Python path takes the others."""
+        into the same bytes and the same appends -- and the Python path takes the others; batches
+        the map pass recorded in ``directory`` (:class:`BatchDirectory`) that keep nothing are
+        dropped without being read, counted in the chunks as if they had been."""
         name = target.dir.name
         chunk = _Chunk([])
         walk = offset_map.walks_batches
@@ -427,9 +503,25 @@ class Cleaner:
         data, data_at = self._buffer[:0], 0
         while True:
             while walk and position < end:
+                read_end = -1  # where a read from here should stop (-1: a whole buffer)
+                if directory:
+                    skip = offset_map.skip_superseded(directory, position, protected_array, chunk.input_bytes,
+                                                      self._read_size)
+                    position += skip.consumed
+                    chunk.input_bytes += skip.consumed
+                    stats.add_skipped(skip)
+                    if skip.stop is WalkStop.BUDGET:
+                        self._check_done(name)
+                        chunk = self._flush_chunk(dest, chunk)
+                        continue
+                    if position >= end:
+                        break
+                    read_end = skip.live_end
                 fresh = not data_at <= position < data_at + len(data)
                 if fresh:
-                    data, data_at = source.read_into(position, self._buffer), position
+                    buffer = self._buffer if read_end < 0 else self._buffer[:min(read_end - position,
+                                                                                 len(self._buffer))]
+                    data, data_at = source.read_into(position, buffer), position
                 out = offset_map.filter_batches(data[position - data_at:], current_time, delete_retention_ms,
                                                 protected_array, chunk.input_bytes, self._read_size)
                 position += out.consumed

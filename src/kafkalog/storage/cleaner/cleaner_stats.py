@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from kafkalog.clock import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
-    from kafkalog.storage.cleaner.offset_map import FilteredChunk
+    from kafkalog.storage.cleaner.offset_map import FilteredChunk, SkippedRun
 
 __all__ = ["CleanerStats"]
 
@@ -68,6 +68,13 @@ class CleanerStats:
         self.superseded_removed += chunk.superseded
         self.tombstones_removed += chunk.tombstones
         self.invalid_removed += chunk.keyless
+
+    def add_skipped(self, run: SkippedRun) -> None:
+        """Count batches dropped whole from the map pass's directory: read (by the map pass), not kept."""
+        self.bytes_read += run.consumed
+        self.messages_read += run.records
+        self.superseded_removed += run.superseded
+        self.invalid_removed += run.keyless
 
     def add(self, other: CleanerStats) -> None:
         """Accumulate ``other`` (several rounds of one log, or several logs)."""

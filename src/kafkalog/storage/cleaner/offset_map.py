@@ -38,10 +38,11 @@ from kafkalog.records.batch import RecordBatch
 from kafkalog.records.default_batch import batch_where, native_error, records_area
 from kafkalog.records.native import compact_native
 from kafkalog.records.types import MAGIC_V2, Header, TimestampType
+from kafkalog.storage.cleaner.batch_directory import ENTRY_SIZE
 from kafkalog.storage.cleaner.key_hash import KeyHash
 
 __all__ = ["BYTES_PER_ENTRY", "HASH_SIZE", "BatchWalk", "FilteredChunk", "HashedChunk", "OffsetMap",
-           "RetainedRecord", "Retention", "WalkStop"]
+           "RetainedRecord", "Retention", "SkippedRun", "WalkStop"]
 
 HASH_SIZE: Final = 16
 BYTES_PER_ENTRY: Final = HASH_SIZE + 8
@@ -78,6 +79,21 @@ class BatchWalk:
     consumed: int
     stop: WalkStop
     records_read: int
+    batches: bytes = b""  # the batch directory's entries of the batches done (see BatchDirectory)
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRun:
+    """What :meth:`OffsetMap.skip_superseded` passed over: bytes of batches none of whose records
+    stay, why it stopped (``END`` or ``BUDGET``), the records dropped and why, and where the
+    batches worth reading that follow end (-1: not known within a read)."""
+
+    consumed: int
+    stop: WalkStop
+    live_end: int
+    records: int
+    superseded: int
+    keyless: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,28 +421,30 @@ class OffsetMap:
 
     # --- a buffer of whole batches at a time (the C module only) --------------------------------------
 
-    def put_batches(self, data: bytes | memoryview, start_offset: int, max_entries: int) -> BatchWalk:
+    def put_batches(self, data: bytes | memoryview, start_offset: int, max_entries: int,
+                    position: int = 0) -> BatchWalk:
         """:meth:`put_batch` over the plain batches (magic 2, uncompressed, neither transactional nor
-        control, CRC checked) at the start of ``data``, then :meth:`update_latest_offset` to each
-        one's last offset if >= ``start_offset``; stops at the first batch that is not whole, not
-        plain or does not fit the map."""
+        control, CRC checked) at the start of ``data`` (read from file position ``position``), then
+        :meth:`update_latest_offset` to each one's last offset if >= ``start_offset``; stops at the
+        first batch that is not whole, not plain or does not fit the map."""
         assert compact_native is not None and self.walks_batches
         self._forget_pass()
-        consumed, stop, entries, latest, records, lookups, probes = compact_native.offset_map_put_batches(
-            data, self._table, self._k0, self._k1, start_offset, max_entries,
-            self._entries, self._latest_offset)
+        consumed, stop, entries, latest, records, lookups, probes, batches = (
+            compact_native.offset_map_put_batches(data, position, self._table, self._k0, self._k1,
+                                                  start_offset, max_entries, self._entries,
+                                                  self._latest_offset))
         self._entries, self._latest_offset = entries, latest
         self._lookups += lookups
         self._probes += probes
-        return BatchWalk(consumed, WalkStop(stop), records)
+        return BatchWalk(consumed, WalkStop(stop), records, batches)
 
-    def hash_batches(self, data: bytes | memoryview, start_offset: int) -> HashedChunk:
+    def hash_batches(self, data: bytes | memoryview, start_offset: int, position: int = 0) -> HashedChunk:
         """The hashing half of :meth:`put_batches`, which never touches the table (so it may run on
         another thread while this one puts): the hashes of the keyed records with offset >=
         ``start_offset`` in the plain batches at the start of ``data``."""
         assert compact_native is not None and self.walks_batches
         consumed, stop, hashed, batches = compact_native.offset_map_hash_batches(
-            data, self._k0, self._k1, start_offset)
+            data, position, self._k0, self._k1, start_offset)
         return HashedChunk(consumed, WalkStop(stop), hashed, batches)
 
     def put_hashes(self, chunk: HashedChunk, start_offset: int, max_entries: int) -> BatchWalk:
@@ -434,14 +452,14 @@ class OffsetMap:
         :meth:`put_batches` over the same bytes."""
         assert compact_native is not None and self.walks_batches
         self._forget_pass()
-        consumed, full, entries, latest, records, lookups, probes = compact_native.offset_map_put_hashes(
-            chunk.hashed, chunk.batches, self._table, start_offset, max_entries, self._entries,
-            self._latest_offset)
+        consumed, full, entries, latest, records, lookups, probes, done = (
+            compact_native.offset_map_put_hashes(chunk.hashed, chunk.batches, self._table, start_offset,
+                                                 max_entries, self._entries, self._latest_offset))
         self._entries, self._latest_offset = entries, latest
         self._lookups += lookups
         self._probes += probes
         stop = WalkStop.FULL if full else chunk.stop if consumed == chunk.consumed else WalkStop.END
-        return BatchWalk(consumed, stop, records)
+        return BatchWalk(consumed, stop, records, chunk.batches[:done * ENTRY_SIZE])
 
     def filter_batches(self, data: bytes | memoryview, current_time: int, delete_retention_ms: int,
                        protected_offsets: array[int], chunk_bytes: int, chunk_size: int) -> FilteredChunk:
@@ -456,6 +474,20 @@ class OffsetMap:
             delete_retention_ms, protected_offsets, chunk_bytes, chunk_size, self._mapped_from,
             self._latest_bits)
         return FilteredChunk(consumed, WalkStop(stop), out, max_offset, max_ts, shallow, *counts)
+
+    def skip_superseded(self, directory: bytes | bytearray, position: int, protected_offsets: array[int],
+                        chunk_bytes: int, chunk_size: int) -> SkippedRun:
+        """Pass over the batches from file position ``position`` that the map pass recorded in
+        ``directory`` (a segment's :class:`BatchDirectory` entries) and that keep no record: no key's
+        latest offset among theirs (by the bits of :meth:`end_map_pass`; without them, nothing is
+        skipped) and not the last batch of a producer in ``protected_offsets``. Their records are
+        dropped, as :meth:`filter_batches` would drop them, without being read; it stops before a
+        batch that would take a chunk of ``chunk_bytes`` past ``chunk_size``."""
+        assert compact_native is not None and self.walks_batches
+        consumed, stop, live_end, records, superseded, keyless = compact_native.offset_map_skip_superseded(
+            directory, position, self._mapped_from, self._latest_offset, self._latest_bits, protected_offsets,
+            chunk_bytes, chunk_size)
+        return SkippedRun(consumed, WalkStop(stop), live_end, records, superseded, keyless)
 
     def __repr__(self) -> str:
         return f"OffsetMap(slots={self._slots}, size={self._entries}, latest_offset={self._latest_offset})"
