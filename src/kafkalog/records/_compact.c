@@ -1439,24 +1439,28 @@ static int superseded_batch(const BatchEntry *e, const Latest *l, int64_t latest
 
 PyDoc_STRVAR(offset_map_skip_superseded_doc,
 "offset_map_skip_superseded(directory, position, mapped_from, latest_offset, latest_bits, protected,\n"
-"                           chunk_bytes, read_size)\n"
-"    -> (consumed, stop, live_end, records, superseded, keyless)\n\n"
+"                           chunk_bytes, read_size, chunk_empty)\n"
+"    -> (consumed, stop, live_end, records, superseded, keyless, chunk_bytes)\n\n"
 "From the batch of the directory (BatchEntry words, in file order) that starts at file position\n"
 "`position`, pass over the consecutive batches none of whose records stays (wholly within\n"
 "[mapped_from, latest_offset] and latest_bits with no offset of theirs set, last offset not in\n"
 "`protected`): their records go, the keyed ones as superseded, the others as keyless -- what\n"
 "offset_map_filter_batches would decide -- without their bytes being read again.  Stops before a\n"
 "batch that would take chunk_bytes + consumed past read_size (stop 1) unless nothing is in the\n"
-"chunk yet, else with stop 0.  live_end is where the batches that follow stop being worth reading:\n"
-"the start of the next batch to pass over, or -1 if that is not within read_size of them.");
+"chunk yet; when the chunk holds no cleaned bytes (chunk_empty), its appending would do nothing:\n"
+"a new chunk starts there instead and the walk goes on.  Else it stops with stop 0.  The\n"
+"chunk_bytes returned are those of the chunk the walk ends in.  live_end is where the batches that\n"
+"follow stop being worth reading: the start of the next batch to pass over, or -1 if that is not\n"
+"within read_size of them.");
 
 static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
 {
     Py_buffer dir, bits, prot;
     long long position, mapped_from, latest;
     Py_ssize_t chunk_bytes, read_size;
-    if (!PyArg_ParseTuple(args, "y*LLLy*y*nn:offset_map_skip_superseded", &dir, &position, &mapped_from, &latest,
-                          &bits, &prot, &chunk_bytes, &read_size))
+    int chunk_empty;
+    if (!PyArg_ParseTuple(args, "y*LLLy*y*nnp:offset_map_skip_superseded", &dir, &position, &mapped_from,
+                          &latest, &bits, &prot, &chunk_bytes, &read_size, &chunk_empty))
         return NULL;
     if (dir.len % (Py_ssize_t)sizeof(BatchEntry)) {
         PyBuffer_Release(&dir);
@@ -1486,10 +1490,14 @@ static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
     for (; i < n && entries[i].start == at && superseded_batch(&entries[i], &lb, latest, protected_offsets, n_protected);
          i++) {
         int64_t size = entries[i].end - entries[i].start;
-        if (chunk_bytes + (at - position) > 0 && chunk_bytes + (at - position) + size > read_size) {
-            stop = STOP_BUDGET;
-            break;
+        if (chunk_bytes > 0 && chunk_bytes + size > read_size) {
+            if (!chunk_empty) {
+                stop = STOP_BUDGET;
+                break;
+            }
+            chunk_bytes = 0;
         }
+        chunk_bytes += (Py_ssize_t)size;
         records += entries[i].count;
         superseded += entries[i].keyed;
         keyless += entries[i].count - entries[i].keyed;
@@ -1509,8 +1517,8 @@ static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
     PyBuffer_Release(&dir);
     PyBuffer_Release(&bits);
     PyBuffer_Release(&prot);
-    return Py_BuildValue("(LiLLLL)", (long long)(at - position), stop, (long long)live_end, records, superseded,
-                         keyless);
+    return Py_BuildValue("(LiLLLLn)", (long long)(at - position), stop, (long long)live_end, records, superseded,
+                         keyless, chunk_bytes);
 }
 
 static PyMethodDef module_methods[] = {

@@ -232,16 +232,21 @@ class Cleaner:
                                         target.config.segment_index_bytes, upper_bound)
         stats.segments_before = len(segments)
         stats.segments_after = len(groups)
-        # Each cleaned segment is flushed and swapped in on a helper thread, in order, while the next
-        # group is cleaned: the fsyncs of the files and of the directory (a third of a clean of
-        # page-cached data) overlap the work. A failure there, or here, stops every later swap.
+        # Each cleaned segment is sealed (indexes trimmed), flushed and swapped in on a helper thread,
+        # in order, while the next group is cleaned: the fsyncs of the files and of the directory (a
+        # third of a clean of page-cached data) overlap the work. A failure there, or here, stops every
+        # later swap.
         stop = threading.Event()
         swaps: list[Future[None]] = []
+        # Producers' last batches as the round starts: a producer's append meanwhile goes to the
+        # active segment, and only keeps a batch of the cleaned range that could have gone.
+        last_records = target.last_records_of_active_producers()
         try:
             for group in groups:
                 _raise_first_failure(swaps)
                 cleaned = self.clean_segments(target, group, self.offset_map, current_time, stats,
-                                              transaction_metadata, legacy_delete_horizon_ms, upper_bound)
+                                              transaction_metadata, legacy_delete_horizon_ms, upper_bound,
+                                              last_records)
                 swaps.append(helper.submit(self._swap_in, target, cleaned, group, stop))
             futures.wait(swaps)
             _raise_first_failure(swaps)
@@ -429,15 +434,19 @@ class Cleaner:
 
     def clean_segments(self, target: Log, group: list[LogSegment], offset_map: OffsetMap, current_time: int,
                        stats: CleanerStats, transaction_metadata: CleanedTransactionMetadata,
-                       legacy_delete_horizon_ms: int, upper_bound_offset: int) -> LogSegment:
-        """Clean ``group`` into one new segment (``.cleaned``, not yet flushed) and return it."""
+                       legacy_delete_horizon_ms: int, upper_bound_offset: int,
+                       last_records: dict[int, LastRecord] | None = None) -> LogSegment:
+        """Clean ``group`` into one new segment (``.cleaned``, still active: :meth:`_swap_in` seals,
+        flushes and swaps it in) and return it. ``last_records`` are the log's
+        :meth:`~Log.last_records_of_active_producers` (read now if not given)."""
         base = group[0].base_offset
         LogSegment.delete_files_if_exist(target.dir, base, CLEANED_FILE_SUFFIX)
         cleaned = open_segment(target.dir, base, target.config, self._time, file_already_exists=False,
                                file_suffix=CLEANED_FILE_SUFFIX)
         transaction_metadata.cleaned_index = cleaned.txn_index
         try:
-            last_records = target.last_records_of_active_producers()
+            if last_records is None:
+                last_records = target.last_records_of_active_producers()
             for i, segment in enumerate(group):
                 following = group[i + 1] if i + 1 < len(group) else None
                 upper = following.base_offset if following is not None else segment.read_next_offset()
@@ -449,7 +458,6 @@ class Cleaner:
                                 target.config.delete_retention_ms, transaction_metadata, last_records,
                                 upper_bound_offset, stats, current_time,
                                 self._directory.entries(segment.base_offset))
-            cleaned.on_become_inactive_segment()
             return cleaned
         except BaseException:
             cleaned.close()
@@ -464,6 +472,7 @@ class Cleaner:
             if stop.is_set():
                 raise LogCleaningAbortedError(f"Not swapping in cleaned segment {segment.base_offset}: "
                                               "cleaning of this log stopped")
+            segment.on_become_inactive_segment()
             segment.flush()
             segment.set_last_modified(group[-1].last_modified)
             self._check_done(target.dir.name)
@@ -506,9 +515,9 @@ class Cleaner:
                 read_end = -1  # where a read from here should stop (-1: a whole buffer)
                 if directory:
                     skip = offset_map.skip_superseded(directory, position, protected_array, chunk.input_bytes,
-                                                      self._read_size)
+                                                      self._read_size, not chunk.parts)
                     position += skip.consumed
-                    chunk.input_bytes += skip.consumed
+                    chunk.input_bytes = skip.chunk_bytes
                     stats.add_skipped(skip)
                     if skip.stop is WalkStop.BUDGET:
                         self._check_done(name)

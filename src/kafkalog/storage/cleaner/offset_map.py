@@ -94,6 +94,7 @@ class SkippedRun:
     records: int
     superseded: int
     keyless: int
+    chunk_bytes: int  # of the chunk the run ends in
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,18 +477,20 @@ class OffsetMap:
         return FilteredChunk(consumed, WalkStop(stop), out, max_offset, max_ts, shallow, *counts)
 
     def skip_superseded(self, directory: bytes | bytearray, position: int, protected_offsets: array[int],
-                        chunk_bytes: int, chunk_size: int) -> SkippedRun:
+                        chunk_bytes: int, chunk_size: int, chunk_empty: bool) -> SkippedRun:
         """Pass over the batches from file position ``position`` that the map pass recorded in
         ``directory`` (a segment's :class:`BatchDirectory` entries) and that keep no record: no key's
         latest offset among theirs (by the bits of :meth:`end_map_pass`; without them, nothing is
         skipped) and not the last batch of a producer in ``protected_offsets``. Their records are
         dropped, as :meth:`filter_batches` would drop them, without being read; it stops before a
-        batch that would take a chunk of ``chunk_bytes`` past ``chunk_size``."""
+        batch that would take a chunk of ``chunk_bytes`` past ``chunk_size`` -- unless the chunk
+        holds no cleaned bytes (``chunk_empty``): then a new chunk starts there."""
         assert compact_native is not None and self.walks_batches
-        consumed, stop, live_end, records, superseded, keyless = compact_native.offset_map_skip_superseded(
-            directory, position, self._mapped_from, self._latest_offset, self._latest_bits, protected_offsets,
-            chunk_bytes, chunk_size)
-        return SkippedRun(consumed, WalkStop(stop), live_end, records, superseded, keyless)
+        consumed, stop, live_end, records, superseded, keyless, in_chunk = (
+            compact_native.offset_map_skip_superseded(
+                directory, position, self._mapped_from, self._latest_offset, self._latest_bits,
+                protected_offsets, chunk_bytes, chunk_size, chunk_empty))
+        return SkippedRun(consumed, WalkStop(stop), live_end, records, superseded, keyless, in_chunk)
 
     def __repr__(self) -> str:
         return f"OffsetMap(slots={self._slots}, size={self._entries}, latest_offset={self._latest_offset})"
