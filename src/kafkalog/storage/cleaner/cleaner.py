@@ -13,9 +13,11 @@ One cleaning round of a log:
    batch, the records that are the latest of their key (or past the mapped range), tombstones
    until their delete horizon, and what transactions and producer state need (see
    :meth:`Cleaner._check_batch_retention`). Records keep their offsets, timestamps and headers; a
-   batch whose records all stay is copied byte for byte. The new segment is flushed and swapped in
-   with :meth:`Log.replace_segments` (``.cleaned`` -> ``.swap`` -> old ones ``.deleted`` -> swap
-   suffix dropped) on a helper thread, group after group, while the next group is cleaned; a crash
+   batch whose records all stay is copied byte for byte, and one the map pass saw none of whose
+   records stays is dropped from its :class:`BatchDirectory` entry without being read again. The
+   new segment is sealed, flushed and swapped in with :meth:`Log.replace_segments` (``.cleaned``
+   -> ``.swap`` -> old ones ``.deleted`` -> swap suffix dropped) on a helper thread, group after
+   group, while the next group is cleaned; a crash
    at any point leaves what the loader recovers. An abort or error drops the cleaned segments not
    yet swapped in; the groups swapped in before stay cleaned.
 
