@@ -113,7 +113,7 @@ def _raise_first_failure(swaps: list[Future[None]]) -> None:
 
 def _read_and_hash(source: FileRecords, position: int, buffer: memoryview, offset_map: OffsetMap,
                    start: int) -> HashedChunk:
-    """The helper thread's share of a map-pass read (``Cleaner._put_read``)."""
+    """The helper thread's window of a pair in the map pass (``Cleaner._put_windows``)."""
     return offset_map.hash_batches(source.read_into(position, buffer), start, position)
 
 
@@ -331,8 +331,9 @@ class Cleaner:
     def _windows(self, segment: LogSegment, position: int) -> Iterator[tuple[int, int, int]]:
         """From ``position``, pairs of consecutive windows of the segment's log, each ending where
         an offset index entry says a batch starts (or at the end): (start, end of this thread's
-        window, end of the helper's). The split is two fifths to three: putting the helper's
-        hashes costs this thread about half of what its own share's hashing does."""
+        window, end of the helper's). This thread's window is two fifths of the pair, the helper's
+        three: putting the helper's hashes costs this thread about half of what hashing its own
+        window does."""
         end = segment.log.size_in_bytes
         index = segment.offset_index
         mine, theirs = len(self._map_buffer) // 4, len(self._map_buffer) * 3 // 8
