@@ -72,6 +72,9 @@ DEFAULT_LOAD_FACTOR = 0.9
 # A map-pass buffer at least this big is shared with the helper thread (a hand-over costs tens of
 # microseconds; hashing 64 KiB of records, a few hundred).
 MIN_SPLIT_READ = 64 * 1024
+# This thread's share of each pair of map-pass windows, the helper taking the rest: putting the
+# helper's hashes costs this thread about a tenth of what reading and hashing them cost the helper.
+MAP_SHARE = 0.4
 
 
 class LogCleaningAbortedError(KafkaLogError):
@@ -328,15 +331,20 @@ class Cleaner:
             # A batch bigger than a window: the whole buffer may hold it.
         return offset_map.put_batches(source.read_into(position, buffer), start, max_entries, position)
 
+    def _window_sizes(self) -> tuple[int, int]:
+        """The most bytes of this thread's window of a pair and of the helper's: the map buffer
+        holds one of this thread's and two of the helper's (one being hashed, one waiting)."""
+        pair = int(len(self._map_buffer) / (2 - MAP_SHARE))
+        mine = int(pair * MAP_SHARE)
+        return mine, (len(self._map_buffer) - mine) // 2
+
     def _windows(self, segment: LogSegment, position: int) -> Iterator[tuple[int, int, int]]:
         """From ``position``, pairs of consecutive windows of the segment's log, each ending where
         an offset index entry says a batch starts (or at the end): (start, end of this thread's
-        window, end of the helper's). This thread's window is two fifths of the pair, the helper's
-        three: putting the helper's hashes costs this thread about half of what hashing its own
-        window does."""
+        window, end of the helper's), in the sizes of :meth:`_window_sizes`."""
         end = segment.log.size_in_bytes
         index = segment.offset_index
-        mine, theirs = len(self._map_buffer) // 4, len(self._map_buffer) * 3 // 8
+        mine, theirs = self._window_sizes()
 
         def window_end(at: int, size: int) -> int:
             if at + size >= end:
@@ -362,9 +370,9 @@ class Cleaner:
         helper = self._helper
         assert helper is not None
         source = segment.log
-        mine = self._map_buffer[:len(self._map_buffer) // 4]
-        free = [self._map_buffer[len(mine):len(mine) + len(self._map_buffer) * 3 // 8],
-                self._map_buffer[len(mine) + len(self._map_buffer) * 3 // 8:]]
+        size, theirs = self._window_sizes()
+        mine = self._map_buffer[:size]
+        free = [self._map_buffer[size:size + theirs], self._map_buffer[size + theirs:size + 2 * theirs]]
         pairs = self._windows(segment, position)
         ahead: deque[tuple[tuple[int, int, int], memoryview, Future[HashedChunk] | None]] = deque()
 
