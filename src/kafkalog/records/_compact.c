@@ -165,6 +165,151 @@ static inline void siphash128(const uint8_t *d, size_t n, uint64_t k0, uint64_t 
     siphash13(d, n, k0, k1, 1, first, second);
 }
 
+/* Eight keys at once: SipHash-1-3-128 in the eight 64-bit lanes of AVX-512 registers, where the
+ * CPU has them (checked once, at import).  A lane whose key has run out of whole blocks keeps its
+ * state while the others go on (a masked blend), so keys of any lengths share a call; the result
+ * is siphash128's, lane by lane (tested against it).  On 9-byte keys the map pass hashes about
+ * four times as fast as one key at a time. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_SIPHASH_X8 1
+
+#define SIPROUND_X8                                                                                  \
+    do {                                                                                             \
+        v0 = _mm512_add_epi64(v0, v1);                                                               \
+        v1 = _mm512_rol_epi64(v1, 13);                                                               \
+        v1 = _mm512_xor_si512(v1, v0);                                                               \
+        v0 = _mm512_rol_epi64(v0, 32);                                                               \
+        v2 = _mm512_add_epi64(v2, v3);                                                               \
+        v3 = _mm512_rol_epi64(v3, 16);                                                               \
+        v3 = _mm512_xor_si512(v3, v2);                                                               \
+        v0 = _mm512_add_epi64(v0, v3);                                                               \
+        v3 = _mm512_rol_epi64(v3, 21);                                                               \
+        v3 = _mm512_xor_si512(v3, v0);                                                               \
+        v2 = _mm512_add_epi64(v2, v1);                                                               \
+        v1 = _mm512_rol_epi64(v1, 17);                                                               \
+        v1 = _mm512_xor_si512(v1, v2);                                                               \
+        v2 = _mm512_rol_epi64(v2, 32);                                                               \
+    } while (0)
+
+static int have_x8;
+
+__attribute__((target("avx512f"))) static void siphash128_x8(const uint8_t *const *keys, const size_t *lens,
+                                                             uint64_t k0, uint64_t k1, uint64_t *first,
+                                                             uint64_t *second)
+{
+    __m512i v0 = _mm512_set1_epi64((long long)(k0 ^ 0x736f6d6570736575ULL));
+    __m512i v1 = _mm512_set1_epi64((long long)(k1 ^ 0x646f72616e646f6dULL ^ 0xee));
+    __m512i v2 = _mm512_set1_epi64((long long)(k0 ^ 0x6c7967656e657261ULL));
+    __m512i v3 = _mm512_set1_epi64((long long)(k1 ^ 0x7465646279746573ULL));
+    size_t most = 0;
+    for (int i = 0; i < 8; i++)
+        if (lens[i] >> 3 > most)
+            most = lens[i] >> 3;
+    uint64_t w[8];
+    for (size_t j = 0; j < most; j++) {
+        __mmask8 active = 0;
+        for (int i = 0; i < 8; i++) {
+            if (j < lens[i] >> 3) {
+                w[i] = load_le64(keys[i] + 8 * j);
+                active |= (__mmask8)(1u << i);
+            } else {
+                w[i] = 0;
+            }
+        }
+        __m512i m = _mm512_loadu_si512((const void *)w);
+        __m512i s0 = v0, s1 = v1, s2 = v2, s3 = v3;
+        v3 = _mm512_xor_si512(v3, m);
+        SIPROUND_X8;
+        v0 = _mm512_xor_si512(v0, m);
+        v0 = _mm512_mask_blend_epi64(active, s0, v0);
+        v1 = _mm512_mask_blend_epi64(active, s1, v1);
+        v2 = _mm512_mask_blend_epi64(active, s2, v2);
+        v3 = _mm512_mask_blend_epi64(active, s3, v3);
+    }
+    for (int i = 0; i < 8; i++) {
+        size_t n = lens[i], full = n & ~(size_t)7;
+        uint64_t b = (uint64_t)(n & 0xff) << 56;
+        for (size_t k = 0; k < (n & 7); k++)
+            b |= (uint64_t)keys[i][full + k] << (8 * k);
+        w[i] = b;
+    }
+    __m512i m = _mm512_loadu_si512((const void *)w);
+    v3 = _mm512_xor_si512(v3, m);
+    SIPROUND_X8;
+    v0 = _mm512_xor_si512(v0, m);
+    v2 = _mm512_xor_si512(v2, _mm512_set1_epi64(0xee));
+    SIPROUND_X8;
+    SIPROUND_X8;
+    SIPROUND_X8;
+    _mm512_storeu_si512((void *)first, _mm512_xor_si512(_mm512_xor_si512(v0, v1), _mm512_xor_si512(v2, v3)));
+    v1 = _mm512_xor_si512(v1, _mm512_set1_epi64(0xdd));
+    SIPROUND_X8;
+    SIPROUND_X8;
+    SIPROUND_X8;
+    _mm512_storeu_si512((void *)second, _mm512_xor_si512(_mm512_xor_si512(v0, v1), _mm512_xor_si512(v2, v3)));
+}
+#endif
+
+/* siphash128 of n keys: eight at a time where the CPU allows, the rest one by one. */
+static void hash_keys(const uint8_t *const *keys, const size_t *lens, Py_ssize_t n, uint64_t k0, uint64_t k1,
+                      uint64_t *first, uint64_t *second)
+{
+    Py_ssize_t i = 0;
+#ifdef HAVE_SIPHASH_X8
+    if (have_x8)
+        for (; i + 8 <= n; i += 8)
+            siphash128_x8(keys + i, lens + i, k0, k1, first + i, second + i);
+#endif
+    for (; i < n; i++)
+        siphash128(keys[i], lens[i], k0, k1, &first[i], &second[i]);
+}
+
+PyDoc_STRVAR(siphash128_many_doc,
+"siphash128_many(keys, k0, k1) -> [(first, second), ...]\n\n"
+"siphash13(key, k0, k1) of every bytes object in the list, hashed as the map pass hashes keys\n"
+"(eight at a time where the CPU allows): for tests.");
+
+static PyObject *py_siphash128_many(PyObject *self, PyObject *args)
+{
+    PyObject *list;
+    unsigned long long k0, k1;
+    if (!PyArg_ParseTuple(args, "O!KK:siphash128_many", &PyList_Type, &list, &k0, &k1))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    const uint8_t **keys = PyMem_Malloc((size_t)(n + 1) * sizeof(const uint8_t *));
+    size_t *lens = PyMem_Malloc((size_t)(n + 1) * sizeof(size_t));
+    uint64_t *out = PyMem_Malloc((size_t)(n + 1) * 2 * sizeof(uint64_t));
+    PyObject *result = NULL;
+    if (keys == NULL || lens == NULL || out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = PyList_GET_ITEM(list, i);
+        if (!PyBytes_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "keys must be bytes");
+            goto done;
+        }
+        keys[i] = (const uint8_t *)PyBytes_AS_STRING(key);
+        lens[i] = (size_t)PyBytes_GET_SIZE(key);
+    }
+    hash_keys(keys, lens, n, k0, k1, out, out + n);
+    result = PyList_New(n);
+    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
+        PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)out[i], (unsigned long long)out[n + i]);
+        if (pair == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, i, pair);
+    }
+done:
+    PyMem_Free((void *)keys);
+    PyMem_Free(lens);
+    PyMem_Free(out);
+    return result;
+}
+
 PyDoc_STRVAR(siphash13_doc,
 "siphash13(data, k0, k1, wide=True) -> (first, second)\n\n"
 "SipHash-1-3 of data keyed by the 64-bit integers k0 and k1 (the key's two halves read\n"
@@ -524,6 +669,9 @@ static Py_ssize_t put_area(Table *t, const uint8_t *d, Py_ssize_t pos, Py_ssize_
     Probe group[GROUP];
     int64_t offsets[GROUP];
     Py_ssize_t indexes[GROUP];
+    const uint8_t *keys[GROUP];
+    size_t lens[GROUP];
+    uint64_t hs[GROUP], ls[GROUP];
     Py_ssize_t i = 0;
     int failed = 0;
     while (i < count && !failed) {
@@ -540,9 +688,15 @@ static Py_ssize_t put_area(Table *t, const uint8_t *d, Py_ssize_t pos, Py_ssize_
             int64_t offset = add64(base_offset, r.offset_delta);
             if (r.key_len < 0 || offset < start_offset)
                 continue;
-            probe_start(t, d + r.key_pos, r.key_len, &group[n]);
+            keys[n] = d + r.key_pos;
+            lens[n] = (size_t)r.key_len;
             offsets[n] = offset;
             indexes[n++] = i;
+        }
+        hash_keys(keys, lens, n, t->k0, t->k1, hs, ls);
+        for (int k = 0; k < n; k++) {
+            group[k] = (Probe){hs[k], ls[k], first_slot(hs[k], t->slots)};
+            PREFETCH(t->e + 3 * group[k].slot);
         }
         /* Counters in locals: through the pointers, every store to the table would make the
          * compiler reload them. */
@@ -882,6 +1036,18 @@ typedef struct {
     int64_t offset, index;
 } Hashed;
 
+/* Hash up to GROUP keys into the entries `out` (a group at a time, so eight may share a call). */
+static inline void fill_hashes(const uint8_t *const *keys, const size_t *lens, int n, uint64_t k0, uint64_t k1,
+                               Hashed *out)
+{
+    uint64_t hs[GROUP], ls[GROUP];
+    hash_keys(keys, lens, n, k0, k1, hs, ls);
+    for (int k = 0; k < n; k++) {
+        out[k].h = hs[k];
+        out[k].l = ls[k];
+    }
+}
+
 PyDoc_STRVAR(offset_map_hash_batches_doc,
 "offset_map_hash_batches(data, position, k0, k1, start_offset) -> (consumed, stop, hashed, batches)\n\n"
 "The hashing half of offset_map_put_batches over the whole plain batches at the start of data,\n"
@@ -908,6 +1074,8 @@ static PyObject *offset_map_hash_batches(PyObject *self, PyObject *args)
         PyBuffer_Release(&buf);
         return PyErr_NoMemory();
     }
+    const uint8_t *keys[GROUP]; /* the keys of the last `pending` entries of hashed, not yet hashed */
+    size_t lens[GROUP];
     Py_ssize_t at = 0, n_hashed = 0, n_batches = 0;
     int stop = STOP_END;
     Py_BEGIN_ALLOW_THREADS
@@ -922,7 +1090,7 @@ static PyObject *offset_map_hash_batches(PyObject *self, PyObject *args)
         Py_ssize_t pos = BATCH_OVERHEAD, cap = (b.size - BATCH_OVERHEAD) / MIN_RECORD_BYTES;
         Py_ssize_t mark = n_hashed;
         Err e = {0, 0, 0};
-        int bad = 0;
+        int bad = 0, pending = 0;
         for (int32_t i = 0; i < b.count; i++) {
             Rec r;
             if (i >= cap || parse_record(bd, b.size, &pos, &r, &e) < 0) {
@@ -932,11 +1100,17 @@ static PyObject *offset_map_hash_batches(PyObject *self, PyObject *args)
             int64_t offset = add64(b.base_offset, r.offset_delta);
             if (r.key_len < 0 || offset < start_offset)
                 continue;
+            keys[pending] = bd + r.key_pos;
+            lens[pending++] = (size_t)r.key_len;
             Hashed *x = &hashed[n_hashed++];
-            siphash128(bd + r.key_pos, (size_t)r.key_len, k0, k1, &x->h, &x->l);
             x->offset = offset;
             x->index = i;
+            if (pending == GROUP) {
+                fill_hashes(keys, lens, pending, k0, k1, &hashed[n_hashed - pending]);
+                pending = 0;
+            }
         }
+        fill_hashes(keys, lens, pending, k0, k1, &hashed[n_hashed - pending]);
         if (bad || pos != b.size) {
             n_hashed = mark; /* left to the Python path, which raises the right error */
             stop = STOP_PYTHON;
@@ -1523,6 +1697,7 @@ static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
 
 static PyMethodDef module_methods[] = {
     {"siphash13", py_siphash13, METH_VARARGS, siphash13_doc},
+    {"siphash128_many", py_siphash128_many, METH_VARARGS, siphash128_many_doc},
     {"crc32c", py_crc32c, METH_O, crc32c_doc},
     {"offset_map_put_v2", offset_map_put_v2, METH_VARARGS, offset_map_put_v2_doc},
     {"offset_map_retain_v2", offset_map_retain_v2, METH_VARARGS, offset_map_retain_v2_doc},
@@ -1551,6 +1726,10 @@ PyMODINIT_FUNC PyInit__compact(void)
     hw_crc = __builtin_cpu_supports("sse4.2");
     if (hw_crc)
         crc_shift_init();
+#endif
+#ifdef HAVE_SIPHASH_X8
+    __builtin_cpu_init();
+    have_x8 = __builtin_cpu_supports("avx512f") && getenv("KAFKALOG_NO_AVX512") == NULL;
 #endif
     return PyModule_Create(&module);
 }
