@@ -168,8 +168,8 @@ static inline void siphash128(const uint8_t *d, size_t n, uint64_t k0, uint64_t 
 /* Eight keys at once: SipHash-1-3-128 in the eight 64-bit lanes of AVX-512 registers, where the
  * CPU has them (checked once, at import).  A lane whose key has run out of whole blocks keeps its
  * state while the others go on (a masked blend), so keys of any lengths share a call; the result
- * is siphash128's, lane by lane (tested against it).  On 9-byte keys the map pass hashes about
- * four times as fast as one key at a time. */
+ * is siphash128's, lane by lane (tested against it).  Walking and hashing 1 M records of 9-byte
+ * keys (offset_map_hash_batches) took 27-28 ms with it against 34 ms and more without. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define HAVE_SIPHASH_X8 1
