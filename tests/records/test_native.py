@@ -236,6 +236,23 @@ def test_accumulators_build_identical_buffers(batches: list[MemoryRecords], incl
     assert len(c_acc) == 0 and _chunk_bytes(c_acc.take())[0] == 0
 
 
+@pytest.mark.parametrize("include_headers", [True, False])
+def test_buffers_refilled_after_take_start_where_the_last_ended(include_headers: bool) -> None:
+    """After take() the C accumulator's buffers start about as big as they were taken (no regrowth
+    from 1 KiB, copying at every doubling): chunks bigger, smaller and empty after a big one are
+    still exactly the Python accumulator's."""
+    c_acc = ColumnAccumulator(include_headers, use_native=True)
+    py_acc = ColumnAccumulator(include_headers, use_native=False)
+    for rounds in (50, 200, 3, 0, 120):
+        for i in range(rounds):
+            records = MemoryRecords.with_records(2, CompressionType.NONE, [
+                SimpleRecord(b"v" * (i % 300), None if i % 7 == 0 else b"k%d" % i, T0 + i,
+                             (Header("h", b"x"),) if i % 3 == 0 else ())] * 20)
+            for batch in records.batches():
+                assert c_acc.add(batch) == py_acc.add(batch)
+        assert _chunk_bytes(c_acc.take()) == _chunk_bytes(py_acc.take())
+
+
 @pytest.mark.parametrize("include_headers", [True, False])  # False: the C walk's fast lane
 @pytest.mark.parametrize("use_native", [True, False])
 def test_a_failed_add_leaves_nothing_behind(use_native: bool, include_headers: bool) -> None:

@@ -215,6 +215,7 @@ typedef struct {
     PyObject *ba;
     Py_ssize_t len;
     Py_ssize_t cap;
+    Py_ssize_t hint; /* the length last taken: the next buffer starts about that big */
 } Buf;
 
 static int buf_grow(Buf *b, Py_ssize_t need)
@@ -223,7 +224,9 @@ static int buf_grow(Buf *b, Py_ssize_t need)
         PyErr_NoMemory();
         return -1;
     }
-    Py_ssize_t cap = b->cap ? b->cap : 1024;
+    /* A buffer refilled after take() starts at about the size it had then: growing it from 1 KiB
+     * again would copy it once per doubling (realloc cannot always grow in place). */
+    Py_ssize_t cap = b->cap ? b->cap : b->hint > 1024 ? b->hint + b->hint / 8 : 1024;
     while (cap < need)
         cap *= 2;
     if (b->ba == NULL) {
@@ -268,6 +271,7 @@ static PyObject *buf_take(Buf *b)
         return NULL;
     }
     b->ba = NULL;
+    b->hint = b->len;
     b->len = b->cap = 0;
     return out;
 }
