@@ -284,24 +284,34 @@ def test_index_entries_that_are_not_batch_starts_only_slow_the_map_pass(
     assert windows[0] > 10 and windows[1] == 0  # helper windows mapped whole: many, then none
 
 
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP])
 def test_superseded_batches_are_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               c_module: None) -> None:
+                                               c_module: None, codec: CompressionType) -> None:
     """A log of few keys updated again and again: the cleaning pass reads the batches around the
-    keys' latest records, not the whole log, and counts the others as read and superseded."""
+    keys' latest records, not the whole log, and counts the others as read and superseded --
+    compressed batches too (the map pass's Python path records them), which are then not even
+    decompressed."""
     time = MockTime()
     log = Log.open(tmp_path / "t-0", config(cleanup_policy="compact", segment_bytes=64 * 1024), time=time)
     try:
         for n in range(400):
-            log.append_as_leader(MemoryRecords.with_records(2, CompressionType.NONE, [
+            log.append_as_leader(MemoryRecords.with_records(2, codec, [
                 SimpleRecord(b"value-%d" % n, b"key-%d" % (i % 7), time.milliseconds()) for i in range(10)]))
         log.roll()
         size = log.size_in_bytes
         read = [0]
         cleaning = [False]
         original = cleaner_module.FileRecords.read_into
+        original_pread = cleaner_module.FileRecords._pread
 
         def counting(self: object, position: int, buffer: memoryview) -> memoryview:
             data: memoryview = original(self, position, buffer)  # type: ignore[arg-type]
+            if cleaning[0]:
+                read[0] += len(data)
+            return data
+
+        def counting_pread(self: object, size: int, position: int) -> bytes:  # the Python path's reads
+            data: bytes = original_pread(self, size, position)  # type: ignore[arg-type]
             if cleaning[0]:
                 read[0] += len(data)
             return data
@@ -312,6 +322,7 @@ def test_superseded_batches_are_not_read_again(tmp_path: Path, monkeypatch: pyte
 
         original_clean_into = Cleaner.clean_into
         monkeypatch.setattr(cleaner_module.FileRecords, "read_into", counting)
+        monkeypatch.setattr(cleaner_module.FileRecords, "_pread", counting_pread)
         monkeypatch.setattr(Cleaner, "clean_into", start_cleaning)
         # The directory gets an eighth of the map's memory: 400 entries of 48 bytes fit in this one.
         _, stats = Cleaner(OffsetMap(24 * 10_000), time=time).clean(

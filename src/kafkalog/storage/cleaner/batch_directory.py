@@ -15,11 +15,18 @@ stays bounded by it), and a batch without an entry is read and walked as before.
 
 from __future__ import annotations
 
-from typing import Final
+import struct
+from typing import TYPE_CHECKING, Final
+
+from kafkalog.records.types import MAGIC_V2
+
+if TYPE_CHECKING:
+    from kafkalog.records.batch import RecordBatch
 
 __all__ = ["ENTRY_SIZE", "BatchDirectory"]
 
-ENTRY_SIZE: Final = 6 * 8  # start, end, base offset, last offset, record count, keyed records
+_ENTRY: Final = struct.Struct("=6q")  # start, end, base offset, last offset, record count, keyed records
+ENTRY_SIZE: Final = _ENTRY.size
 
 
 class BatchDirectory:
@@ -53,6 +60,15 @@ class BatchDirectory:
             return
         self._segments.setdefault(segment_base, bytearray()).extend(entries)
         self._used += len(entries)
+
+    def add_batch(self, segment_base: int, position: int, batch: RecordBatch, keyed: int, start: int) -> None:
+        """Record a batch the Python path mapped whole (a compressed one, say) from file position
+        ``position``, ``keyed`` of its records put: v2 data batches outside transactions only, all of
+        whose records were at or past the map's ``start`` (so that every keyed record was put)."""
+        if (batch.magic == MAGIC_V2 and not batch.is_transactional and not batch.is_control
+                and batch.base_offset >= start and 0 <= keyed <= batch.record_count):
+            self.add(segment_base, _ENTRY.pack(position, position + batch.size_in_bytes, batch.base_offset,
+                                               batch.last_offset, batch.record_count, keyed))
 
     def entries(self, segment_base: int) -> bytearray | None:
         """The segment's entries, or None if the map pass recorded none."""

@@ -310,8 +310,10 @@ class Cleaner:
                 if taken and _plain(batch):
                     break
                 taken += 1
+                puts = offset_map.puts
                 if self._map_batch(batch, offset_map, start, max_entries, transaction_metadata, stats):
                     return True
+                self._directory.add_batch(segment.base_offset, position, batch, offset_map.puts - puts, start)
                 position += batch.size_in_bytes
             if not taken:
                 break  # nothing whole is left
@@ -562,6 +564,10 @@ class Cleaner:
                 if walk and taken and _plain(batch) and not (batch.has_producer_id
                                                             and batch.last_offset in protected_set):
                     break
+                if directory and taken and offset_map.skip_superseded(
+                        directory, position, protected_array, chunk.input_bytes, self._read_size,
+                        not chunk.parts).consumed:
+                    break  # a run that keeps nothing (compressed batches, say): skipped unread above
                 taken += 1
                 if chunk.input_bytes and chunk.input_bytes + batch.size_in_bytes > self._read_size:
                     self._check_done(name)

@@ -196,6 +196,11 @@ class OffsetMap:
         return self._entries
 
     @property
+    def puts(self) -> int:
+        """Keys put since the last :meth:`clear` (the same key twice counts twice)."""
+        return self._lookups
+
+    @property
     def memory(self) -> int:
         """Bytes of the entries (the bound on this map's memory)."""
         return self._slots * BYTES_PER_ENTRY
