@@ -1,12 +1,13 @@
-"""``BatchDirectory``: where the map pass found each plain batch, for the cleaning pass to skip the
-ones that keep nothing.
+"""``BatchDirectory``: where the map pass found each v2 data batch, for the cleaning pass to skip
+the ones that keep nothing.
 
 The map pass reads every batch of the dirty range anyway; the C walks hand back, per plain batch,
 its file positions, offsets, record count and keyed-record count (``BatchEntry`` in
-``records/_compact.c``: six native 64-bit words). Once the map is done, a batch whose offsets hold
-no key's latest record keeps none of its records, so the cleaning pass drops it from its entry
-alone (:meth:`OffsetMap.skip_superseded`) and reads only the batches around the keys' latest
-records -- on a log whose keys are updated often, a small part of it.
+``records/_compact.c``: six native 64-bit words), and the Python path adds the same for the v2 data
+batches it maps (compressed ones: those are then not even decompressed again). Once the map is
+done, a batch whose offsets hold no key's latest record keeps none of its records, so the cleaning
+pass drops it from its entry alone (:meth:`OffsetMap.skip_superseded`) and reads only the batches
+around the keys' latest records -- on a log whose keys are updated often, a small part of it.
 
 The directory is an optimisation, never needed for a correct clean: entries are kept per segment
 in file order, only up to a byte budget (a share of the dedupe buffer, so the cleaner's memory
