@@ -512,11 +512,18 @@ typedef struct {
     Py_ssize_t slot;
 } Probe;
 
+/* A probe for a key already hashed: its first slot, prefetched. */
+static inline void probe_hashed(const Table *t, uint64_t h, uint64_t l, Probe *p)
+{
+    *p = (Probe){h, l, first_slot(h, t->slots)};
+    PREFETCH(t->e + 3 * p->slot);
+}
+
 static inline void probe_start(const Table *t, const uint8_t *key, Py_ssize_t len, Probe *p)
 {
-    siphash128(key, (size_t)len, t->k0, t->k1, &p->h, &p->l);
-    p->slot = first_slot(p->h, t->slots);
-    PREFETCH(t->e + 3 * p->slot);
+    uint64_t h, l;
+    siphash128(key, (size_t)len, t->k0, t->k1, &h, &l);
+    probe_hashed(t, h, l, p);
 }
 
 /* The slot holding the probed hash, or the empty slot where it would go. */
@@ -694,10 +701,8 @@ static Py_ssize_t put_area(Table *t, const uint8_t *d, Py_ssize_t pos, Py_ssize_
             indexes[n++] = i;
         }
         hash_keys(keys, lens, n, t->k0, t->k1, hs, ls);
-        for (int k = 0; k < n; k++) {
-            group[k] = (Probe){hs[k], ls[k], first_slot(hs[k], t->slots)};
-            PREFETCH(t->e + 3 * group[k].slot);
-        }
+        for (int k = 0; k < n; k++)
+            probe_hashed(t, hs[k], ls[k], &group[k]);
         /* Counters in locals: through the pointers, every store to the table would make the
          * compiler reload them. */
         Py_ssize_t held = *entries;
@@ -1721,14 +1726,15 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__compact(void)
 {
     crc32c_init_tables();
-#ifdef HAVE_HW_CRC
+#if defined(HAVE_HW_CRC) || defined(HAVE_SIPHASH_X8)
     __builtin_cpu_init();
+#endif
+#ifdef HAVE_HW_CRC
     hw_crc = __builtin_cpu_supports("sse4.2");
     if (hw_crc)
         crc_shift_init();
 #endif
 #ifdef HAVE_SIPHASH_X8
-    __builtin_cpu_init();
     have_x8 = __builtin_cpu_supports("avx512f") && getenv("KAFKALOG_NO_AVX512") == NULL;
 #endif
     return PyModule_Create(&module);

@@ -448,18 +448,16 @@ class Cleaner:
     def clean_segments(self, target: Log, group: list[LogSegment], offset_map: OffsetMap, current_time: int,
                        stats: CleanerStats, transaction_metadata: CleanedTransactionMetadata,
                        legacy_delete_horizon_ms: int, upper_bound_offset: int,
-                       last_records: dict[int, LastRecord] | None = None) -> LogSegment:
+                       last_records: dict[int, LastRecord]) -> LogSegment:
         """Clean ``group`` into one new segment (``.cleaned``, still active: :meth:`_swap_in` seals,
         flushes and swaps it in) and return it. ``last_records`` are the log's
-        :meth:`~Log.last_records_of_active_producers` (read now if not given)."""
+        :meth:`~Log.last_records_of_active_producers` as the round started."""
         base = group[0].base_offset
         LogSegment.delete_files_if_exist(target.dir, base, CLEANED_FILE_SUFFIX)
         cleaned = open_segment(target.dir, base, target.config, self._time, file_already_exists=False,
                                file_suffix=CLEANED_FILE_SUFFIX)
         transaction_metadata.cleaned_index = cleaned.txn_index
         try:
-            if last_records is None:
-                last_records = target.last_records_of_active_producers()
             for i, segment in enumerate(group):
                 following = group[i + 1] if i + 1 < len(group) else None
                 upper = following.base_offset if following is not None else segment.read_next_offset()
