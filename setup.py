@@ -20,8 +20,18 @@ setup(
         Extension(
             "kafkalog.records._compact",
             sources=[f"{_RECORDS}/_compact.c"],
-            depends=[f"{_RECORDS}/_walk.h"],
+            depends=[f"{_RECORDS}/_walk.h", f"{_RECORDS}/_compact_api.h"],
             extra_compile_args=["-O2", "-std=c11"],
+            optional=True,
+        ),
+        # The cleaner's reads on two threads; borrows _compact's walks through its capsule.
+        Extension(
+            "kafkalog.storage.cleaner._map_pass",
+            sources=["src/kafkalog/storage/cleaner/_map_pass.c"],
+            depends=[f"{_RECORDS}/_compact_api.h"],
+            include_dirs=[_RECORDS],
+            extra_compile_args=["-O2", "-std=c11", "-pthread"],
+            extra_link_args=["-pthread"],
             optional=True,
         ),
     ]

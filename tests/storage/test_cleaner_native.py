@@ -199,23 +199,39 @@ def _files(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
 
 
+# split: the map pass on two threads, "c" reading in C (_map_pass.c), "py" with Python's thread pool
 @pytest.mark.parametrize(("seed", "memory", "io_buffer", "timestamp_type", "latest_bits", "split"), [
-    (1, 24 * 1000, 4096, "CreateTime", True, True),
-    (1, 24 * 1000, 4096, "CreateTime", False, False),  # every record of the cleaning pass probes the map
-    (2, 24 * 12, 4096, "CreateTime", True, True),      # several rounds: the map holds few keys
-    (2, 24 * 12, 4096, "CreateTime", False, False),
-    (3, 24 * 1000, 1024, "LogAppendTime", True, True),  # batches outgrow the buffer (Python path)
-    (4, 24 * 40, 64 * 1024, "CreateTime", True, False),
-    (5, 24 * 30, 2048, "CreateTime", True, True),      # the map fills in the helper's half of a read
+    (1, 24 * 1000, 4096, "CreateTime", True, "c"),
+    (1, 24 * 1000, 4096, "CreateTime", True, "py"),
+    (1, 24 * 1000, 4096, "CreateTime", False, None),  # every record of the cleaning pass probes the map
+    (2, 24 * 12, 4096, "CreateTime", True, "c"),      # several rounds: the map holds few keys
+    (2, 24 * 12, 4096, "CreateTime", True, "py"),
+    (2, 24 * 12, 4096, "CreateTime", False, None),
+    (3, 24 * 1000, 1024, "LogAppendTime", True, "c"),  # batches outgrow the buffer (Python path)
+    (4, 24 * 40, 64 * 1024, "CreateTime", True, None),
+    (5, 24 * 30, 2048, "CreateTime", True, "c"),      # the map fills in the helper's half of a read
+    (5, 24 * 30, 2048, "CreateTime", True, "py"),
 ])
 def test_c_walks_and_python_path_write_the_same_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_module: None, seed: int, memory: int,
-        io_buffer: int, timestamp_type: str, latest_bits: bool, split: bool) -> None:
+        io_buffer: int, timestamp_type: str, latest_bits: bool, split: str | None) -> None:
     """The C walks (with or without the map pass's latest-offset bits -- and so with or without
-    batches dropped unread from its directory --, with or without the helper thread hashing every
-    other window) clean into the very files the Python path writes."""
+    batches dropped unread from its directory --, with or without a helper thread hashing every
+    other window, in C or from Python's thread pool) clean into the very files the Python path
+    writes."""
     monkeypatch.setattr(offset_map_module, "LATEST_BITS_MIN_PUTS_PER_SLOT", 0 if latest_bits else math.inf)
     monkeypatch.setattr(cleaner_module, "MIN_SPLIT_READ", 0 if split else 2**62)
+    if split == "py":
+        monkeypatch.setattr(offset_map_module, "map_pass", None)
+    reader = _MapPassSpy(monkeypatch)
+    py_windows = []
+    put_windows_py = Cleaner._put_windows_py
+
+    def counted(self: Cleaner, *args: object) -> object:
+        py_windows.append(1)
+        return put_windows_py(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Cleaner, "_put_windows_py", counted)
     props = {"delete_retention_ms": RETENTION_MS, "message_timestamp_type": timestamp_type}
     template = tmp_path / "template" / "t-0"
     time = MockTime()
@@ -233,6 +249,8 @@ def test_c_walks_and_python_path_write_the_same_files(
         assert verify_data_dir(directory.parent).ok
         results.append((_files(directory), _stats(stats)))
     (c_files, c_stats), (py_files, py_stats) = results
+    assert (reader.calls > 0) == (split == "c")
+    assert (len(py_windows) > 0) == (split == "py")
     assert (spy.indexed > 0) == latest_bits
     assert (spy.skipped > 0) == latest_bits  # batches dropped from the map pass's directory alone
     assert c_stats == py_stats
@@ -251,12 +269,15 @@ def _shifted_lookup(by: int) -> Callable[[OffsetIndex, int], OffsetPosition | No
     return lookup
 
 
+@pytest.mark.parametrize("c_reader", [True, False])
 def test_index_entries_that_are_not_batch_starts_only_slow_the_map_pass(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_module: None) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_module: None, c_reader: bool) -> None:
     """The two-thread map pass cuts each segment into windows where the offset index says batches
     start; where it is wrong (here: every entry it asks for 3 bytes off), a window's walk ends short
     of its end and the pass goes on from there: the same files as with a sound index."""
     monkeypatch.setattr(cleaner_module, "MIN_SPLIT_READ", 0)
+    if not c_reader:
+        monkeypatch.setattr(offset_map_module, "map_pass", None)
     props = {"cleanup_policy": "compact", "segment_bytes": 16 * 1024, "index_interval_bytes": 1}
     template = tmp_path / "template" / "t-0"
     rng = random.Random(21)
@@ -274,14 +295,17 @@ def test_index_entries_that_are_not_batch_starts_only_slow_the_map_pass(
         monkeypatch.setattr(OffsetIndex, "lookup_position", _shifted_lookup(shift))
         spy = _IndexSpy()
         monkeypatch.setattr(offset_map_module, "compact_native", spy)
+        reader = _MapPassSpy(monkeypatch)
         with Log.open(directory, config(**props), time=MockTime(), had_clean_shutdown=True) as log:
-            Cleaner(OffsetMap(24 * 1000, key_hash=KeyHash.create(SECRET, siphash=True)), io_buffer_size=2048,
-                    time=log.time).clean(LogToClean(log.topic, log.partition, log, 0,
-                                                    log.active_segment.base_offset))
+            cleaner = Cleaner(OffsetMap(24 * 1000, key_hash=KeyHash.create(SECRET, siphash=True)),
+                              io_buffer_size=2048, time=log.time)
+            cleaner.clean(LogToClean(log.topic, log.partition, log, 0, log.active_segment.base_offset))
         results.append(_files(directory))
-        windows.append(spy.windows_put)
+        # pairs of windows mapped whole: by the C reader, bytes beyond one pair in a call
+        pair = sum(cleaner._window_sizes())
+        windows.append(sum(consumed > pair for consumed in reader.consumed) if c_reader else spy.windows_put)
     assert results[0] == results[1]
-    assert windows[0] > 10 and windows[1] == 0  # helper windows mapped whole: many, then none
+    assert windows[0] > (1 if c_reader else 10) and windows[1] == 0  # many, then none
 
 
 @pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP])
@@ -363,6 +387,30 @@ def test_hashing_on_the_helper_then_putting_maps_as_put_batches_does(c_module: N
             assert bytes(halves._table) == bytes(whole._table)
     assert {OffsetMap(24 * 64, key_hash=key_hash).put_batches(data, 0, m).stop for m in (5, 10_000)} == {
         WalkStop.FULL, WalkStop.PYTHON}
+
+
+class _MapPassSpy:
+    """Counts the calls of the map pass's C reader, and the bytes each one mapped."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.consumed: list[int] = []
+        module = offset_map_module.map_pass
+        if module is None:
+            return
+        spy = self
+
+        class Spy:
+            @staticmethod
+            def put_windows(*args: object) -> tuple[object, ...]:
+                result: tuple[object, ...] = module.put_windows(*args)
+                spy.consumed.append(int(result[0]))  # type: ignore[call-overload]
+                return result
+
+        monkeypatch.setattr(offset_map_module, "map_pass", Spy)
+
+    @property
+    def calls(self) -> int:
+        return len(self.consumed)
 
 
 class _IndexSpy:

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "_walk.h"
+#include "_compact_api.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Little/big-endian loads and stores
@@ -456,13 +457,7 @@ static PyObject *py_crc32c(PyObject *self, PyObject *arg)
  * The table
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct {
-    Py_buffer view;
-    uint64_t *e; /* three words per slot: the hash's two halves, the offset */
-    Py_ssize_t slots;
-    uint64_t k0, k1;
-} Table;
-
+/* Table: see _compact_api.h. */
 static int table_open(PyObject *entries, unsigned long long k0, unsigned long long k1, Table *t)
 {
     if (PyObject_GetBuffer(entries, &t->view, PyBUF_WRITABLE) < 0)
@@ -891,13 +886,7 @@ done:
 
 #define NO_TIMESTAMP (-1LL)
 
-/* Why a buffer walk stopped. */
-enum {
-    STOP_END = 0,    /* no whole batch left in the buffer */
-    STOP_BUDGET = 1, /* the next batch would overflow the caller's chunk */
-    STOP_PYTHON = 2, /* the batch at `consumed` needs the Python path */
-    STOP_FULL = 3,   /* the offset map filled within the batch at `consumed` */
-};
+/* Why a buffer walk stopped: STOP_* in _compact_api.h. */
 
 typedef struct {
     int64_t base_offset, last_offset, base_ts, max_ts, producer_id;
@@ -906,14 +895,7 @@ typedef struct {
     int attributes;
 } Batch;
 
-/* One plain batch a map-pass walk went through, as native 64-bit words: where it starts and ends
- * in its file, its offsets, its record count, and how many of its records were keyed with offset
- * >= the walk's start offset (those it hashed and put).  The walks return one per batch done; the
- * cleaner keeps them as the batch directory the cleaning pass skips superseded batches with
- * (offset_map_skip_superseded). */
-typedef struct {
-    int64_t start, end, base_offset, last_offset, count, keyed;
-} BatchEntry;
+/* BatchEntry (the batch directory's entry): see _compact_api.h. */
 
 /* The batch at d[0, avail): 1 when it is whole and plain (the C path takes it), 0 when it is not
  * whole in the buffer, -1 when the Python path must take it.  Its CRC is checked unless all of it
@@ -956,6 +938,62 @@ PyDoc_STRVAR(offset_map_put_batches_doc,
 "counted its consumed records).  batches holds a BatchEntry for each batch done, data[0] being\n"
 "at file position `position`.");
 
+static Py_ssize_t most_batches(Py_ssize_t len)
+{
+    return len / BATCH_OVERHEAD + 1; /* a batch takes at least BATCH_OVERHEAD bytes */
+}
+
+static Py_ssize_t most_hashed(Py_ssize_t len)
+{
+    return len / MIN_RECORD_BYTES + 1; /* a record takes at least MIN_RECORD_BYTES */
+}
+
+/* The walk of offset_map_put_batches (no GIL needed): see CompactApi.put_batches. */
+static Py_ssize_t put_batches_core(Table *t, const uint8_t *d, Py_ssize_t len, int64_t position, MapState *s,
+                                   BatchEntry *out, Py_ssize_t *n_out, int *stop)
+{
+    Py_ssize_t at = 0, n = *n_out, entries = s->entries;
+    long long records = 0, lookups = s->lookups, probes = s->probes;
+    int64_t last = s->latest;
+    *stop = STOP_END;
+    for (;;) {
+        Batch b;
+        int kind = plain_batch(d + at, len - at, &b, 1, 0);
+        if (kind <= 0) {
+            *stop = kind == 0 ? STOP_END : STOP_PYTHON;
+            break;
+        }
+        Err e = {0, 0, 0};
+        Py_ssize_t bad;
+        long long looked = lookups;
+        Py_ssize_t done = put_area(t, d + at, BATCH_OVERHEAD, b.size, b.count, b.base_offset, s->start_offset,
+                                   s->max_entries, &entries, &last, &lookups, &probes, &bad, &e);
+        if (done < 0) {
+            /* Left to the Python path, which raises the right error (what was mapped of this
+             * batch would be mapped again: putting a key twice at one offset changes nothing). */
+            *stop = STOP_PYTHON;
+            break;
+        }
+        records += done;
+        if (done < b.count) {
+            *stop = STOP_FULL;
+            break;
+        }
+        if (b.last_offset >= s->start_offset)
+            last = b.last_offset;
+        out[n++] = (BatchEntry){position + at, position + at + b.size, b.base_offset, b.last_offset, b.count,
+                                lookups - looked};
+        at += b.size;
+    }
+    *n_out = n;
+    s->entries = entries;
+    s->latest = last;
+    s->records += records;
+    s->lookups = lookups;
+    s->probes = probes;
+    return at;
+}
+
 static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
 {
     Py_buffer buf;
@@ -971,52 +1009,18 @@ static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
         PyBuffer_Release(&buf);
         return NULL;
     }
-    /* Bounded by the buffer: a batch takes at least BATCH_OVERHEAD bytes. */
-    BatchEntry *batches = PyMem_RawMalloc((size_t)(buf.len / BATCH_OVERHEAD + 1) * sizeof(BatchEntry));
+    BatchEntry *batches = PyMem_RawMalloc((size_t)most_batches(buf.len) * sizeof(BatchEntry));
     if (batches == NULL) {
         table_close(&t);
         PyBuffer_Release(&buf);
         return PyErr_NoMemory();
     }
-    Py_ssize_t n_batches = 0;
-    if (max_entries > t.slots - 1)
-        max_entries = t.slots - 1;
-    const uint8_t *d = (const uint8_t *)buf.buf;
-    Py_ssize_t at = 0;
-    int stop = STOP_END;
-    long long records = 0, lookups = 0, probes = 0;
-    int64_t last = latest;
+    MapState st = {start_offset, max_entries > t.slots - 1 ? t.slots - 1 : max_entries, entries, latest, 0, 0, 0};
+    Py_ssize_t at, n_batches = 0;
+    int stop;
     /* Pure C over buffers this call holds: other threads (the broker's event loop) run meanwhile. */
     Py_BEGIN_ALLOW_THREADS
-    for (;;) {
-        Batch b;
-        int kind = plain_batch(d + at, buf.len - at, &b, 1, 0);
-        if (kind <= 0) {
-            stop = kind == 0 ? STOP_END : STOP_PYTHON;
-            break;
-        }
-        Err e = {0, 0, 0};
-        Py_ssize_t bad;
-        long long looked = lookups;
-        Py_ssize_t done = put_area(&t, d + at, BATCH_OVERHEAD, b.size, b.count, b.base_offset, start_offset,
-                                   max_entries, &entries, &last, &lookups, &probes, &bad, &e);
-        if (done < 0) {
-            /* Left to the Python path, which raises the right error (what was mapped of this
-             * batch would be mapped again: putting a key twice at one offset changes nothing). */
-            stop = STOP_PYTHON;
-            break;
-        }
-        records += done;
-        if (done < b.count) {
-            stop = STOP_FULL;
-            break;
-        }
-        if (b.last_offset >= start_offset)
-            last = b.last_offset;
-        batches[n_batches++] = (BatchEntry){position + at, position + at + b.size, b.base_offset, b.last_offset,
-                                            b.count, lookups - looked};
-        at += b.size;
-    }
+    at = put_batches_core(&t, (const uint8_t *)buf.buf, buf.len, position, &st, batches, &n_batches, &stop);
     Py_END_ALLOW_THREADS
     table_close(&t);
     PyBuffer_Release(&buf);
@@ -1024,7 +1028,8 @@ static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
     PyMem_RawFree(batches);
     if (bt == NULL)
         return NULL;
-    return Py_BuildValue("(ninLLLLN)", at, stop, entries, (long long)last, records, lookups, probes, bt);
+    return Py_BuildValue("(ninLLLLN)", at, stop, st.entries, (long long)st.latest, st.records, st.lookups,
+                         st.probes, bt);
 }
 
 /* --- the map pass on two threads ------------------------------------------------------------------
@@ -1035,11 +1040,7 @@ static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
  * sees the one thread, in offset order, so the map is the one put_batches alone would build.
  */
 
-/* One keyed record hashed: its hash, offset, and index among its batch's records. */
-typedef struct {
-    uint64_t h, l;
-    int64_t offset, index;
-} Hashed;
+/* Hashed (one keyed record hashed): see _compact_api.h. */
 
 /* Hash up to GROUP keys into the entries `out` (a group at a time, so eight may share a call). */
 static inline void fill_hashes(const uint8_t *const *keys, const size_t *lens, int n, uint64_t k0, uint64_t k1,
@@ -1061,34 +1062,20 @@ PyDoc_STRVAR(offset_map_hash_batches_doc,
 "batches a BatchEntry for each batch (data[0] being at file position `position`).  stop is 0\n"
 "when no whole batch is left, 2 when the batch at `consumed` needs the Python path.");
 
-static PyObject *offset_map_hash_batches(PyObject *self, PyObject *args)
+/* The walk of offset_map_hash_batches (no GIL, no table): see CompactApi.hash_batches. */
+static Py_ssize_t hash_batches_core(const uint8_t *d, Py_ssize_t len, int64_t position, uint64_t k0, uint64_t k1,
+                                    int64_t start_offset, Hashed *hashed, Py_ssize_t *n_hashed_out,
+                                    BatchEntry *batches, Py_ssize_t *n_batches_out, int *stop)
 {
-    Py_buffer buf;
-    unsigned long long k0, k1;
-    long long position, start_offset;
-    if (!PyArg_ParseTuple(args, "y*LKKL:offset_map_hash_batches", &buf, &position, &k0, &k1, &start_offset))
-        return NULL;
-    const uint8_t *d = (const uint8_t *)buf.buf;
-    /* Bounded by the buffer: a record takes at least MIN_RECORD_BYTES, a batch BATCH_OVERHEAD. */
-    Py_ssize_t most_records = buf.len / MIN_RECORD_BYTES + 1, most_batches = buf.len / BATCH_OVERHEAD + 1;
-    Hashed *hashed = PyMem_RawMalloc((size_t)most_records * sizeof(Hashed));
-    BatchEntry *batches = PyMem_RawMalloc((size_t)most_batches * sizeof(BatchEntry));
-    if (hashed == NULL || batches == NULL) {
-        PyMem_RawFree(hashed);
-        PyMem_RawFree(batches);
-        PyBuffer_Release(&buf);
-        return PyErr_NoMemory();
-    }
     const uint8_t *keys[GROUP]; /* the keys of the last `pending` entries of hashed, not yet hashed */
     size_t lens[GROUP];
     Py_ssize_t at = 0, n_hashed = 0, n_batches = 0;
-    int stop = STOP_END;
-    Py_BEGIN_ALLOW_THREADS
+    *stop = STOP_END;
     for (;;) {
         Batch b;
-        int kind = plain_batch(d + at, buf.len - at, &b, 1, 0);
+        int kind = plain_batch(d + at, len - at, &b, 1, 0);
         if (kind <= 0) {
-            stop = kind == 0 ? STOP_END : STOP_PYTHON;
+            *stop = kind == 0 ? STOP_END : STOP_PYTHON;
             break;
         }
         const uint8_t *bd = d + at;
@@ -1118,13 +1105,38 @@ static PyObject *offset_map_hash_batches(PyObject *self, PyObject *args)
         fill_hashes(keys, lens, pending, k0, k1, &hashed[n_hashed - pending]);
         if (bad || pos != b.size) {
             n_hashed = mark; /* left to the Python path, which raises the right error */
-            stop = STOP_PYTHON;
+            *stop = STOP_PYTHON;
             break;
         }
         at += b.size;
         batches[n_batches++] = (BatchEntry){position + at - b.size, position + at, b.base_offset, b.last_offset,
                                             b.count, n_hashed - mark};
     }
+    *n_hashed_out = n_hashed;
+    *n_batches_out = n_batches;
+    return at;
+}
+
+static PyObject *offset_map_hash_batches(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    unsigned long long k0, k1;
+    long long position, start_offset;
+    if (!PyArg_ParseTuple(args, "y*LKKL:offset_map_hash_batches", &buf, &position, &k0, &k1, &start_offset))
+        return NULL;
+    Hashed *hashed = PyMem_RawMalloc((size_t)most_hashed(buf.len) * sizeof(Hashed));
+    BatchEntry *batches = PyMem_RawMalloc((size_t)most_batches(buf.len) * sizeof(BatchEntry));
+    if (hashed == NULL || batches == NULL) {
+        PyMem_RawFree(hashed);
+        PyMem_RawFree(batches);
+        PyBuffer_Release(&buf);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t at, n_hashed, n_batches;
+    int stop;
+    Py_BEGIN_ALLOW_THREADS
+    at = hash_batches_core((const uint8_t *)buf.buf, buf.len, position, k0, k1, start_offset, hashed, &n_hashed,
+                           batches, &n_batches, &stop);
     Py_END_ALLOW_THREADS
     PyObject *h = PyBytes_FromStringAndSize((const char *)hashed, n_hashed * (Py_ssize_t)sizeof(Hashed));
     PyObject *bt = h ? PyBytes_FromStringAndSize((const char *)batches, n_batches * (Py_ssize_t)sizeof(BatchEntry))
@@ -1147,6 +1159,50 @@ PyDoc_STRVAR(offset_map_put_hashes_doc,
 "the map filled within the next one (records_read then counts its records before the first one\n"
 "not put).");
 
+/* The walk of offset_map_put_hashes (no GIL needed): see CompactApi.put_hashes. */
+static Py_ssize_t put_hashes_core(Table *t, const Hashed *hashed, Py_ssize_t n_hashed, const BatchEntry *batches,
+                                  Py_ssize_t n_batches, MapState *s, int *full_out, Py_ssize_t *done_out)
+{
+    Py_ssize_t held = s->entries, consumed = 0, next = 0, done = 0, hashed_end = 0;
+    long long records = 0, probed = 0, looked = 0;
+    int64_t last = s->latest;
+    int full = 0;
+    for (Py_ssize_t k = 0; k < n_batches && !full; k++) {
+        const BatchEntry *b = &batches[k];
+        hashed_end += (Py_ssize_t)b->keyed;
+        Py_ssize_t end = hashed_end < n_hashed ? hashed_end : n_hashed;
+        for (; next < end; next++) {
+            const Hashed *x = &hashed[next];
+            if (next + GROUP < end)
+                PREFETCH(t->e + 3 * first_slot(hashed[next + GROUP].h, t->slots));
+            if (held >= s->max_entries) {
+                records += x->index;
+                full = 1;
+                break;
+            }
+            Probe p = {x->h, x->l, first_slot(x->h, t->slots)};
+            looked++;
+            probe_put(t, &p, x->offset, &held, &probed);
+            last = x->offset;
+        }
+        if (full)
+            break;
+        records += b->count;
+        if (b->last_offset >= s->start_offset)
+            last = b->last_offset;
+        consumed = (Py_ssize_t)(b->end - batches[0].start);
+        done = k + 1;
+    }
+    s->entries = held;
+    s->latest = last;
+    s->records += records;
+    s->lookups += looked;
+    s->probes += probed;
+    *full_out = full;
+    *done_out = done;
+    return consumed;
+}
+
 static PyObject *offset_map_put_hashes(PyObject *self, PyObject *args)
 {
     Py_buffer hb, bb;
@@ -1164,44 +1220,16 @@ static PyObject *offset_map_put_hashes(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "hashed and batches must come from offset_map_hash_batches");
         goto close;
     }
-    if (max_entries > t.slots - 1)
-        max_entries = t.slots - 1;
-    const Hashed *hashed = (const Hashed *)hb.buf;
-    const BatchEntry *batches = (const BatchEntry *)bb.buf;
-    Py_ssize_t n_hashed = hb.len / (Py_ssize_t)sizeof(Hashed), n_batches = bb.len / (Py_ssize_t)sizeof(BatchEntry);
-    Py_ssize_t held = entries, consumed = 0, next = 0, done = 0, hashed_end = 0;
-    long long records = 0, probed = 0, looked = 0;
-    int64_t last = latest;
-    int full = 0;
+    MapState st = {start_offset, max_entries > t.slots - 1 ? t.slots - 1 : max_entries, entries, latest, 0, 0, 0};
+    Py_ssize_t consumed, done;
+    int full;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t k = 0; k < n_batches && !full; k++) {
-        const BatchEntry *b = &batches[k];
-        hashed_end += (Py_ssize_t)b->keyed;
-        Py_ssize_t end = hashed_end < n_hashed ? hashed_end : n_hashed;
-        for (; next < end; next++) {
-            const Hashed *x = &hashed[next];
-            if (next + GROUP < end)
-                PREFETCH(t.e + 3 * first_slot(hashed[next + GROUP].h, t.slots));
-            if (held >= max_entries) {
-                records += x->index;
-                full = 1;
-                break;
-            }
-            Probe p = {x->h, x->l, first_slot(x->h, t.slots)};
-            looked++;
-            probe_put(&t, &p, x->offset, &held, &probed);
-            last = x->offset;
-        }
-        if (full)
-            break;
-        records += b->count;
-        if (b->last_offset >= start_offset)
-            last = b->last_offset;
-        consumed = (Py_ssize_t)(b->end - batches[0].start);
-        done = k + 1;
-    }
+    consumed = put_hashes_core(&t, (const Hashed *)hb.buf, hb.len / (Py_ssize_t)sizeof(Hashed),
+                               (const BatchEntry *)bb.buf, bb.len / (Py_ssize_t)sizeof(BatchEntry), &st, &full,
+                               &done);
     Py_END_ALLOW_THREADS
-    result = Py_BuildValue("(ninLLLLn)", consumed, full, held, (long long)last, records, looked, probed, done);
+    result = Py_BuildValue("(ninLLLLn)", consumed, full, st.entries, (long long)st.latest, st.records, st.lookups,
+                           st.probes, done);
 close:
     table_close(&t);
 release:
@@ -1209,6 +1237,10 @@ release:
     PyBuffer_Release(&bb);
     return result;
 }
+
+static const CompactApi compact_api = {
+    table_open, table_close, most_batches, most_hashed, put_batches_core, hash_batches_core, put_hashes_core,
+};
 
 /* --- the cleaning pass -------------------------------------------------------------------------- */
 
@@ -1737,5 +1769,14 @@ PyMODINIT_FUNC PyInit__compact(void)
 #ifdef HAVE_SIPHASH_X8
     have_x8 = __builtin_cpu_supports("avx512f") && getenv("KAFKALOG_NO_AVX512") == NULL;
 #endif
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    PyObject *api = PyCapsule_New((void *)&compact_api, COMPACT_API_CAPSULE, NULL);
+    if (api == NULL || PyModule_AddObject(m, "_API", api) < 0) {
+        Py_XDECREF(api);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

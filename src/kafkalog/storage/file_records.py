@@ -503,6 +503,14 @@ class FileRecords:
         keep the bytes reachable after this ``FileRecords`` is closed)."""
         return self._channel.fd
 
+    def local_descriptor(self) -> tuple[int, int] | None:
+        """(descriptor, file offset of this view's position 0) when this view's reads are ``pread`` of
+        a local file -- what a reader in C needs (the cleaner's map pass) -- else None (a file read
+        through a filesystem's reader)."""
+        if self._channel.reader is not None or not hasattr(os, "preadv"):
+            return None
+        return self._channel.fd, self._start
+
     def read_bytes(self, position: int = 0, size: int | None = None) -> bytes:
         """Up to ``size`` bytes (default: to the end of the view) from ``position``."""
         current = self._size

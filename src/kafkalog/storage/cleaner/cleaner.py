@@ -35,6 +35,7 @@ from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from kafkalog.clock import SYSTEM_TIME, Time
@@ -49,6 +50,7 @@ from kafkalog.records.types import (
     CompressionType,
     TimestampType,
 )
+from kafkalog.storage.cleaner import offset_map as offset_map_module
 from kafkalog.storage.cleaner.batch_directory import BatchDirectory
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
@@ -75,6 +77,9 @@ MIN_SPLIT_READ = 64 * 1024
 # This thread's share of each pair of map-pass windows, the helper taking the rest: putting the
 # helper's hashes costs this thread about a tenth of what reading and hashing them cost the helper.
 MAP_SHARE = 0.4
+# The most of a segment one call of the C map pass covers: bounds the batch directory entries it
+# hands back at once (a batch takes at least 61 bytes).
+MAP_CALL_BYTES = 8 * 1024 * 1024
 
 
 class LogCleaningAbortedError(KafkaLogError):
@@ -362,6 +367,20 @@ class Cleaner:
 
     def _put_windows(self, segment: LogSegment, position: int, offset_map: OffsetMap, start: int,
                      max_entries: int) -> BatchWalk:
+        """The map pass on two threads over pairs of windows (:meth:`_windows`) from ``position``: in C
+        where the segment is a local file (``_map_pass.c``: the reads, the walks and the hand-overs
+        without the GIL), else :meth:`_put_windows_py`; the same map and the same answer either way."""
+        local = segment.log.local_descriptor() if offset_map_module.map_pass is not None else None
+        if local is None:
+            return self._put_windows_py(segment, position, offset_map, start, max_entries)
+        mine, theirs = self._window_sizes()
+        pairs = array("q")
+        for pair in islice(self._windows(segment, position), max(1, MAP_CALL_BYTES // (mine + theirs))):
+            pairs.extend(pair)
+        return offset_map.put_windows(*local, pairs, self._map_buffer, mine, theirs, start, max_entries)
+
+    def _put_windows_py(self, segment: LogSegment, position: int, offset_map: OffsetMap, start: int,
+                        max_entries: int) -> BatchWalk:
         """The map pass on two threads, over pairs of windows (:meth:`_windows`): the helper reads
         and hashes (no table, no GIL: ``hash_batches``) its window of each pair, up to two pairs
         ahead, while this thread reads and maps its own (``put_batches``) and then puts the

@@ -25,12 +25,14 @@ mapped offset instead of hashing every key a second time.
 
 from __future__ import annotations
 
+import importlib
 import mmap
 import sys
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from types import ModuleType
 from typing import Final
 
 from kafkalog.errors import IllegalArgumentError
@@ -40,6 +42,19 @@ from kafkalog.records.native import compact_native
 from kafkalog.records.types import MAGIC_V2, Header, TimestampType
 from kafkalog.storage.cleaner.batch_directory import ENTRY_SIZE
 from kafkalog.storage.cleaner.key_hash import KeyHash
+
+
+def _load_map_pass() -> ModuleType | None:
+    """The map pass's reader on two threads in C (``_map_pass.c``), which borrows the C walks."""
+    if compact_native is None:
+        return None
+    try:
+        return importlib.import_module("kafkalog.storage.cleaner._map_pass")
+    except ImportError:
+        return None
+
+
+map_pass: ModuleType | None = _load_map_pass()
 
 __all__ = ["BYTES_PER_ENTRY", "HASH_SIZE", "BatchWalk", "FilteredChunk", "HashedChunk", "OffsetMap",
            "RetainedRecord", "Retention", "SkippedRun", "WalkStop"]
@@ -439,6 +454,23 @@ class OffsetMap:
             compact_native.offset_map_put_batches(data, position, self._table, self._k0, self._k1,
                                                   start_offset, max_entries, self._entries,
                                                   self._latest_offset))
+        self._entries, self._latest_offset = entries, latest
+        self._lookups += lookups
+        self._probes += probes
+        return BatchWalk(consumed, WalkStop(stop), records, batches)
+
+    def put_windows(self, fd: int, base: int, pairs: array[int], buffer: bytearray | memoryview | mmap.mmap,
+                    mine: int, theirs: int, start_offset: int, max_entries: int) -> BatchWalk:
+        """:meth:`put_batches` over a segment file's pairs of windows, read and hashed on two threads in
+        C (``_map_pass.put_windows``: ``pairs`` holds (start, middle, last) triples of positions of
+        the file ``fd`` whose position 0 is at file offset ``base``; ``buffer`` holds a window of
+        ``mine`` bytes and two of ``theirs``). The same map, and the same answer, as
+        :meth:`put_batches` over those bytes."""
+        assert map_pass is not None and self.walks_batches
+        self._forget_pass()
+        consumed, stop, entries, latest, records, lookups, probes, batches = map_pass.put_windows(
+            fd, base, pairs, buffer, mine, theirs, self._table, self._k0, self._k1, start_offset, max_entries,
+            self._entries, self._latest_offset)
         self._entries, self._latest_offset = entries, latest
         self._lookups += lookups
         self._probes += probes
