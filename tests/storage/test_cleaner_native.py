@@ -9,6 +9,7 @@ import math
 import os
 import random
 import shutil
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from kafkalog.storage.cleaner.key_hash import KeyHash
 from kafkalog.storage.cleaner.log_cleaner_manager import LogCleanerManager
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
 from kafkalog.storage.cleaner.offset_map import OffsetMap, WalkStop
-from kafkalog.storage.index import OffsetIndex, OffsetPosition
+from kafkalog.storage.index import OffsetIndex
 from kafkalog.storage.log import Log
 from kafkalog.tools.verify import verify_data_dir
 from tests.storage._cleaning import all_records, clean
@@ -260,13 +261,12 @@ def test_c_walks_and_python_path_write_the_same_files(
         assert c_files[name] == py_files[name], name
 
 
-def _shifted_lookup(by: int) -> Callable[[OffsetIndex, int], OffsetPosition | None]:
-    original = OffsetIndex.lookup_position
+def _shifted_positions(by: int) -> Callable[[OffsetIndex], array[int]]:
+    original = OffsetIndex.positions
 
-    def lookup(index: OffsetIndex, position: int) -> OffsetPosition | None:
-        entry = original(index, position)
-        return None if entry is None else OffsetPosition(entry.offset, entry.position + by)
-    return lookup
+    def positions(index: OffsetIndex) -> array[int]:
+        return array("i", (position + by for position in original(index)))
+    return positions
 
 
 @pytest.mark.parametrize("c_reader", [True, False])
@@ -292,7 +292,7 @@ def test_index_entries_that_are_not_batch_starts_only_slow_the_map_pass(
     for shift in (0, 3):
         directory = tmp_path / f"shift-{shift}" / "t-0"
         shutil.copytree(template, directory)
-        monkeypatch.setattr(OffsetIndex, "lookup_position", _shifted_lookup(shift))
+        monkeypatch.setattr(OffsetIndex, "positions", _shifted_positions(shift))
         spy = _IndexSpy()
         monkeypatch.setattr(offset_map_module, "compact_native", spy)
         reader = _MapPassSpy(monkeypatch)

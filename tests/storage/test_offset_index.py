@@ -145,6 +145,16 @@ def test_entry(index: OffsetIndex) -> None:
     assert index.entries_list() == [OffsetPosition(BASE_OFFSET + i, i) for i in range(index.max_entries)]
 
 
+def test_positions_are_the_entries_positions_in_order(index: OffsetIndex) -> None:
+    assert list(index.positions()) == []
+    rng = random.Random(5)
+    position = 0
+    for i in range(index.max_entries):
+        position += rng.randrange(1, 70_000)  # past 16 bits: the big-endian words are read whole
+        index.append(BASE_OFFSET + 3 * i, position)
+    assert list(index.positions()) == [entry.position for entry in index.entries_list()]
+
+
 def test_entry_out_of_range(index: OffsetIndex) -> None:
     with pytest.raises(IllegalIndexOperationError, match="0th entry"):
         index.entry(0)

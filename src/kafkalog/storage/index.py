@@ -41,8 +41,10 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import sys
 import threading
 from abc import ABC, abstractmethod
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -714,6 +716,18 @@ class OffsetIndex(AbstractIndex):
             if slot == -1 or mm is None:
                 return None
             return self._parse_entry(mm, slot)
+
+    def positions(self) -> array[int]:
+        """Every entry's position, ascending: where batches start, for a reader that cuts the
+        segment there (the cleaner's map-pass windows) without a search per cut."""
+        with self._remap_lock:
+            mm = self._reader_map()
+            words = array("i")
+            if mm is not None and self._entries:
+                words.frombytes(mm[:self._entries * 8])
+                if sys.byteorder == "little":
+                    words.byteswap()
+        return words[1::2]
 
     def entry(self, n: int) -> OffsetPosition:
         """The ``n``-th entry (0-based)."""

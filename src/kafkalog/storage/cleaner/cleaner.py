@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 from array import array
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -350,14 +351,14 @@ class Cleaner:
         an offset index entry says a batch starts (or at the end): (start, end of this thread's
         window, end of the helper's), in the sizes of :meth:`_window_sizes`."""
         end = segment.log.size_in_bytes
-        index = segment.offset_index
+        starts = segment.offset_index.positions()
         mine, theirs = self._window_sizes()
 
         def window_end(at: int, size: int) -> int:
             if at + size >= end:
                 return end
-            entry = index.lookup_position(at + size)
-            return entry.position if entry is not None and entry.position > at else at + size
+            i = bisect_right(starts, at + size) - 1  # the last batch start the window can reach
+            return starts[i] if i >= 0 and starts[i] > at else at + size
 
         while position < end:
             middle = window_end(position, mine)
