@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog.clock import MockTime
+from kafkalog.records import MemoryRecords, SimpleRecord
 from kafkalog.records.types import CompressionType, Header
 from kafkalog.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
 from kafkalog.storage.cleaner.cleaner import group_segments_by_size
@@ -165,6 +166,25 @@ def test_segments_whose_offsets_could_overflow_32_bits_are_not_grouped(tmp_path:
     # Too many log bytes or index bytes for one segment split the group too.
     assert [len(g) for g in group_segments_by_size(segments, segments[0].size_in_bytes, 10**6, 20)] == [1, 1]
     log.close()
+
+
+def test_a_round_ends_past_an_offset_gap_at_the_end_of_the_dirty_section(tmp_path: Path) -> None:
+    """A follower's log may skip offsets between segments (its leader's log was compacted): a
+    segment mapped whole covers every offset below the next one's base, so the round ends there
+    (Kafka fast-forwards its map the same way), not inside the gap."""
+    log = compacted_log(tmp_path)
+    now = log.time.milliseconds()
+    log.append_as_follower(MemoryRecords.with_records(2, CompressionType.NONE, [
+        SimpleRecord(b"v%d" % i, b"k%d" % (i % 3), now) for i in range(6)], 0))
+    log.roll(20)
+    log.append_as_follower(MemoryRecords.with_records(2, CompressionType.NONE, [
+        SimpleRecord(b"w", b"k0", now)], 20))  # into the active segment, based at 20
+    rounds, _ = clean(log)
+    assert rounds == 1
+    assert [(r.offset, r.value) for r in all_records(log)] == [(3, b"v3"), (4, b"v4"), (5, b"v5"), (20, b"w")]
+    log.close()
+    checkpoint = OffsetCheckpointFile(tmp_path / CLEANER_OFFSET_CHECKPOINT_FILE).read()
+    assert checkpoint[("topic", 0)] == 20  # the first uncleanable offset, not 6 (past the last record)
 
 
 def test_the_cleaned_batches_keep_producer_fields_and_offsets(tmp_path: Path) -> None:

@@ -282,13 +282,17 @@ class Cleaner:
         transaction_metadata = CleanedTransactionMetadata()
         transaction_metadata.add_aborted_transactions(target.collect_aborted_transactions(start, end))
         max_entries = int(offset_map.slots * self._load_factor)
-        for segment in dirty:
+        for i, segment in enumerate(dirty):
             self._check_done(target.dir.name)
             if self._map_segment(target, segment, offset_map, start, max_entries, transaction_metadata,
                                  stats):
                 log.debug("Offset map of %s is full: segment %d partially mapped", target.dir.name,
                           segment.base_offset)
                 return
+            # A segment mapped whole covers every offset below the next one's base (or the end of
+            # the range): past a gap at its end, as Kafka's cleaner does, so that the round's end
+            # offset is not left inside a gap no record will ever fill.
+            offset_map.update_latest_offset((dirty[i + 1].base_offset if i + 1 < len(dirty) else end) - 1)
 
     def _map_segment(self, target: Log, segment: LogSegment, offset_map: OffsetMap, start: int,
                      max_entries: int, transaction_metadata: CleanedTransactionMetadata,
