@@ -2,12 +2,16 @@
  * kafkalog.storage.cleaner._map_pass: the cleaner's map pass over a segment file on two threads,
  * with no Python between its reads.
  *
- * Cleaner._put_windows cuts a segment into pairs of windows where the offset index says batches
- * start; for each pair this thread reads and maps the first window (put_batches) while a helper
- * reads and hashes the second (hash_batches, up to two pairs ahead), then this thread puts the
- * helper's hashes (put_hashes), so the table sees one thread, in offset order.  Done in Python,
- * every pair cost some 75 us of thread hand-overs and GIL waits (about 200 pairs in a 60 MiB
- * log); here the two threads meet on one mutex and never take the GIL.
+ * Cleaner._put_windows cuts a segment into windows where the offset index says batches start.  The
+ * table must see the windows' keys in offset order, from one thread; hashing them (most of the
+ * work) needs no table.  So the two threads share the windows through a ring of buffers: this
+ * thread takes the next window to put -- mapping it itself (put_batches) when nobody has claimed
+ * it, or putting the hashes the helper left (put_hashes) -- and while the helper is still hashing
+ * that one, it reads and hashes a later window itself; the helper claims the next window nobody
+ * has.  Whichever thread runs faster does more (on a shared machine the other CPU is often slower),
+ * and neither sleeps while there is a window to hash.  Done in Python, with the windows split
+ * between the threads in fixed pairs, every pair cost some 75 us of thread hand-overs and GIL
+ * waits and the slower thread set the pace.
  *
  * The walks are records/_compact.c's, borrowed through its capsule (records does no I/O; this
  * file reads).  Whatever stops a walk -- a batch for the Python path, the map full, a read that
@@ -42,22 +46,15 @@ static Py_ssize_t read_full(int fd, uint8_t *buf, Py_ssize_t n, int64_t at)
     return done;
 }
 
-typedef struct {
-    int64_t start, middle, last; /* this thread's window [start, middle), the helper's [middle, last) */
-} Pair;
+#define MAX_SLOTS 8
 
-/* The bytes of window [from, to) read into a buffer of `room`: a window bigger than its buffer (an
- * index entry that is not a batch's start) is read as far as it fits, and its walk ends short. */
-static inline Py_ssize_t window(int64_t from, int64_t to, Py_ssize_t room)
-{
-    return to - from < room ? (Py_ssize_t)(to - from) : room;
-}
+enum { SLOT_FREE, SLOT_HASHING, SLOT_HASHED };
 
-/* One of the helper's two buffers, and what it found there. */
+/* One buffer of the ring, and what a hashing walk found in the window it holds. */
 typedef struct {
     uint8_t *buf;
-    int ready;      /* holds pair `pair`'s hashes, not yet put */
-    Py_ssize_t pair;
+    int state;
+    Py_ssize_t window;
     Py_ssize_t consumed;
     int stop;
     Hashed *hashed;
@@ -68,44 +65,71 @@ typedef struct {
 
 typedef struct {
     int fd;
-    int64_t base; /* file offset of segment position 0 */
-    const Pair *pairs;
-    Py_ssize_t n_pairs;
+    int64_t base;        /* file offset of segment position 0 */
+    const int64_t *cuts; /* window j is [cuts[j], cuts[j + 1]) */
+    Py_ssize_t n;        /* windows */
+    Py_ssize_t room;     /* bytes of each slot's buffer */
+    int n_slots;
     uint64_t k0, k1;
     int64_t start_offset;
-    Py_ssize_t theirs; /* room in each slot's buffer */
-    Slot slots[2];
+    Slot slots[MAX_SLOTS];
+    /* under mu: */
+    Py_ssize_t next_claim, next_put; /* windows below next_claim are claimed, below next_put put */
     int quit;
     pthread_mutex_t mu;
     pthread_cond_t cv;
 } Pipe;
 
+/* Window j's bytes into its slot, read as far as they fit (an index entry that is not a batch's
+ * start can make a window too big: its walk then ends short). */
+static Py_ssize_t read_window(Pipe *p, Slot *s, Py_ssize_t j)
+{
+    int64_t size = p->cuts[j + 1] - p->cuts[j];
+    return read_full(p->fd, s->buf, size < p->room ? (Py_ssize_t)size : p->room, p->base + p->cuts[j]);
+}
+
+static void hash_window(Pipe *p, Slot *s, Py_ssize_t j)
+{
+    Py_ssize_t got = read_window(p, s, j);
+    s->n_hashed = s->n_batches = 0;
+    s->consumed = api->hash_batches(s->buf, got, p->cuts[j], p->k0, p->k1, p->start_offset, s->hashed,
+                                    &s->n_hashed, s->batches, &s->n_batches, &s->stop);
+}
+
+/* Claims the next window if the ring has room for it (under mu); -1 when not. */
+static Py_ssize_t claim(Pipe *p)
+{
+    if (p->next_claim >= p->n || p->next_claim >= p->next_put + p->n_slots)
+        return -1;
+    Py_ssize_t j = p->next_claim++;
+    Slot *s = &p->slots[j % p->n_slots];
+    s->state = SLOT_HASHING;
+    s->window = j;
+    return j;
+}
+
+static void hashed(Pipe *p, Py_ssize_t j)
+{
+    pthread_mutex_lock(&p->mu);
+    p->slots[j % p->n_slots].state = SLOT_HASHED;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
 static void *helper_main(void *arg)
 {
     Pipe *p = arg;
-    for (Py_ssize_t j = 0; j < p->n_pairs; j++) {
-        const Pair *w = &p->pairs[j];
-        if (w->last <= w->middle)
-            continue; /* the segment ended in this thread's window */
-        Slot *s = &p->slots[j & 1];
+    for (;;) {
         pthread_mutex_lock(&p->mu);
-        while (s->ready && !p->quit)
+        Py_ssize_t j = -1;
+        while (!p->quit && (j = claim(p)) < 0 && p->next_claim < p->n)
             pthread_cond_wait(&p->cv, &p->mu);
-        int quit = p->quit;
         pthread_mutex_unlock(&p->mu);
-        if (quit)
-            break;
-        Py_ssize_t got = read_full(p->fd, s->buf, window(w->middle, w->last, p->theirs), p->base + w->middle);
-        s->n_hashed = s->n_batches = 0;
-        s->consumed = api->hash_batches(s->buf, got, w->middle, p->k0, p->k1, p->start_offset, s->hashed,
-                                        &s->n_hashed, s->batches, &s->n_batches, &s->stop);
-        pthread_mutex_lock(&p->mu);
-        s->pair = j;
-        s->ready = 1;
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
+        if (j < 0)
+            return NULL; /* told to stop, or every window claimed */
+        hash_window(p, &p->slots[j % p->n_slots], j);
+        hashed(p, j);
     }
-    return NULL;
 }
 
 /* Appends n entries to the growing array *out (no GIL: raw allocator); -1 when out of memory. */
@@ -127,25 +151,73 @@ static int append_entries(BatchEntry **out, Py_ssize_t *n_out, Py_ssize_t *cap, 
 }
 
 PyDoc_STRVAR(put_windows_doc,
-"put_windows(fd, base, pairs, buffer, mine, theirs, table, k0, k1, start_offset, max_entries, entries,\n"
-"            latest) -> (consumed, stop, entries, latest, records_read, lookups, probes, batches)\n\n"
-"The map pass over the pairs of windows `pairs` (native int64 triples start, middle, last: segment\n"
-"positions, each pair starting where the last one ended) of the segment file open as `fd`, its\n"
-"position 0 at file offset `base`: the first window of each pair is read into buffer[0:mine] and\n"
-"mapped on this thread, the second read into one of buffer[mine:mine+theirs] and\n"
-"buffer[mine+theirs:mine+2*theirs] and hashed on a helper thread, then put here.  Goes on while\n"
-"every window was mapped whole; returns what offset_map_put_batches would over the bytes done.");
+"put_windows(fd, base, cuts, buffer, room, table, k0, k1, start_offset, max_entries, entries, latest)\n"
+"    -> (consumed, stop, entries, latest, records_read, lookups, probes, batches)\n\n"
+"The map pass over the windows [cuts[j], cuts[j+1]) (native int64 segment positions, ascending)\n"
+"of the segment file open as `fd`, its position 0 at file offset `base`, on this thread and a\n"
+"helper, through a ring of buffers of `room` bytes cut from `buffer`.  Goes on while every window\n"
+"was mapped whole; returns what offset_map_put_batches would over the bytes done.");
+
+/* This thread's part: put every window in order, hashing ahead while the helper has the next. */
+static int put_all(Pipe *p, Table *t, MapState *st, BatchEntry *own, BatchEntry **out, Py_ssize_t *n_out,
+                   Py_ssize_t *out_cap, int64_t *at, int *stop)
+{
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        Py_ssize_t k = p->next_put;
+        if (k >= p->n) {
+            pthread_mutex_unlock(&p->mu);
+            return 0;
+        }
+        Slot *s = &p->slots[k % p->n_slots];
+        Py_ssize_t put, want = (Py_ssize_t)(p->cuts[k + 1] - p->cuts[k]);
+        if (p->next_claim == k) { /* nobody has it: map it here in one walk */
+            p->next_claim++;
+            pthread_mutex_unlock(&p->mu);
+            Py_ssize_t got = read_window(p, s, k), n_own = 0;
+            put = api->put_batches(t, s->buf, got, p->cuts[k], st, own, &n_own, stop);
+            if (append_entries(out, n_out, out_cap, own, n_own) < 0)
+                return -1;
+        } else if (s->state == SLOT_HASHED) {
+            pthread_mutex_unlock(&p->mu);
+            int full;
+            Py_ssize_t done;
+            put = api->put_hashes(t, s->hashed, s->n_hashed, s->batches, s->n_batches, st, &full, &done);
+            if (append_entries(out, n_out, out_cap, s->batches, done) < 0)
+                return -1;
+            *stop = full ? STOP_FULL : put == s->consumed ? s->stop : STOP_END;
+        } else { /* the helper is hashing it: hash a later one meanwhile, or wait */
+            Py_ssize_t j = claim(p);
+            if (j < 0)
+                pthread_cond_wait(&p->cv, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+            if (j >= 0) {
+                hash_window(p, &p->slots[j % p->n_slots], j);
+                hashed(p, j);
+            }
+            continue;
+        }
+        *at += put;
+        pthread_mutex_lock(&p->mu);
+        s->state = SLOT_FREE;
+        p->next_put++;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        if (*stop != STOP_END || put != want)
+            return 0;
+    }
+}
 
 static PyObject *put_windows(PyObject *self, PyObject *args)
 {
     int fd;
     long long base, start_offset, latest;
-    Py_buffer pairs_buf, buf;
-    Py_ssize_t mine, theirs, max_entries, entries;
+    Py_buffer cuts_buf, buf;
+    Py_ssize_t room, max_entries, entries;
     PyObject *table;
     unsigned long long k0, k1;
-    if (!PyArg_ParseTuple(args, "iLy*w*nnOKKLnnL:put_windows", &fd, &base, &pairs_buf, &buf, &mine, &theirs,
-                          &table, &k0, &k1, &start_offset, &max_entries, &entries, &latest))
+    if (!PyArg_ParseTuple(args, "iLy*w*nOKKLnnL:put_windows", &fd, &base, &cuts_buf, &buf, &room, &table, &k0,
+                          &k1, &start_offset, &max_entries, &entries, &latest))
         return NULL;
     PyObject *result = NULL;
     Table t;
@@ -153,17 +225,15 @@ static PyObject *put_windows(PyObject *self, PyObject *args)
     Pipe p;
     memset(&p, 0, sizeof p);
     BatchEntry *own = NULL, *out = NULL;
-    Py_ssize_t n_pairs = pairs_buf.len / (Py_ssize_t)sizeof(Pair);
-    const Pair *pairs = (const Pair *)pairs_buf.buf;
-    if (pairs_buf.len % (Py_ssize_t)sizeof(Pair) || mine <= 0 || theirs <= 0 || mine > buf.len ||
-        theirs > (buf.len - mine) / 2) {
-        PyErr_SetString(PyExc_ValueError, "put_windows: pairs must be int64 triples and the windows fit buffer");
+    const int64_t *cuts = (const int64_t *)cuts_buf.buf;
+    Py_ssize_t n_cuts = cuts_buf.len / (Py_ssize_t)sizeof(int64_t);
+    if (cuts_buf.len % (Py_ssize_t)sizeof(int64_t) || room <= 0 || buf.len / room < 2) {
+        PyErr_SetString(PyExc_ValueError, "put_windows: cuts must be int64 and buffer hold two windows of room");
         goto release;
     }
-    for (Py_ssize_t j = 0; j < n_pairs; j++) {
-        const Pair *w = &pairs[j];
-        if (w->start < 0 || w->middle <= w->start || w->last < w->middle || (j > 0 && w->start != pairs[j - 1].last)) {
-            PyErr_Format(PyExc_ValueError, "put_windows: pair %zd does not follow the one before", j);
+    for (Py_ssize_t j = 0; j < n_cuts; j++) {
+        if (cuts[j] < 0 || (j > 0 && cuts[j] <= cuts[j - 1])) {
+            PyErr_Format(PyExc_ValueError, "put_windows: cut %zd is not past the one before", j);
             goto release;
         }
     }
@@ -172,61 +242,36 @@ static PyObject *put_windows(PyObject *self, PyObject *args)
     table_held = 1;
     p.fd = fd;
     p.base = base;
-    p.pairs = pairs;
-    p.n_pairs = n_pairs;
+    p.cuts = cuts;
+    p.n = n_cuts > 0 ? n_cuts - 1 : 0;
+    p.room = room;
+    p.n_slots = buf.len / room < MAX_SLOTS ? (int)(buf.len / room) : MAX_SLOTS;
     p.k0 = k0;
     p.k1 = k1;
     p.start_offset = start_offset;
-    p.theirs = theirs;
-    uint8_t *bytes = (uint8_t *)buf.buf;
-    own = PyMem_RawMalloc((size_t)api->most_batches(mine) * sizeof(BatchEntry));
-    for (int i = 0; i < 2; i++) {
-        p.slots[i].buf = bytes + mine + i * theirs;
-        p.slots[i].hashed = PyMem_RawMalloc((size_t)api->most_hashed(theirs) * sizeof(Hashed));
-        p.slots[i].batches = PyMem_RawMalloc((size_t)api->most_batches(theirs) * sizeof(BatchEntry));
+    own = PyMem_RawMalloc((size_t)api->most_batches(room) * sizeof(BatchEntry));
+    int nomem = own == NULL;
+    for (int i = 0; i < p.n_slots; i++) {
+        p.slots[i].buf = (uint8_t *)buf.buf + i * room;
+        p.slots[i].hashed = PyMem_RawMalloc((size_t)api->most_hashed(room) * sizeof(Hashed));
+        p.slots[i].batches = PyMem_RawMalloc((size_t)api->most_batches(room) * sizeof(BatchEntry));
+        nomem |= p.slots[i].hashed == NULL || p.slots[i].batches == NULL;
     }
-    if (own == NULL || !p.slots[0].hashed || !p.slots[1].hashed || !p.slots[0].batches || !p.slots[1].batches) {
+    if (nomem) {
         PyErr_NoMemory();
         goto release;
     }
     MapState st = {start_offset, max_entries > t.slots - 1 ? t.slots - 1 : max_entries, entries, latest, 0, 0, 0};
-    Py_ssize_t n_out = 0, out_cap = 0, consumed = 0;
-    int stop = STOP_END, nomem = 0, started;
+    Py_ssize_t n_out = 0, out_cap = 0;
+    int64_t at = n_cuts > 0 ? cuts[0] : 0;
+    int stop = STOP_END, started = 0;
     pthread_t helper;
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
-    started = n_pairs > 0 && pthread_create(&helper, NULL, helper_main, &p) == 0;
-    int64_t at = n_pairs > 0 ? pairs[0].start : 0;
-    for (Py_ssize_t j = 0; started && j < n_pairs; j++) {
-        const Pair *w = &pairs[j];
-        Py_ssize_t got = read_full(fd, bytes, window(w->start, w->middle, mine), base + w->start);
-        Py_ssize_t n_own = 0;
-        at += api->put_batches(&t, bytes, got, w->start, &st, own, &n_own, &stop);
-        if (append_entries(&out, &n_out, &out_cap, own, n_own) < 0) {
-            nomem = 1;
-            break;
-        }
-        if (stop != STOP_END || at != w->middle || w->last <= w->middle)
-            break;
-        Slot *s = &p.slots[j & 1];
-        pthread_mutex_lock(&p.mu);
-        while (!(s->ready && s->pair == j))
-            pthread_cond_wait(&p.cv, &p.mu);
-        pthread_mutex_unlock(&p.mu);
-        int full;
-        Py_ssize_t done;
-        Py_ssize_t put = api->put_hashes(&t, s->hashed, s->n_hashed, s->batches, s->n_batches, &st, &full, &done);
-        nomem = append_entries(&out, &n_out, &out_cap, s->batches, done) < 0;
-        stop = full ? STOP_FULL : put == s->consumed ? s->stop : STOP_END;
-        at += put;
-        pthread_mutex_lock(&p.mu);
-        s->ready = 0;
-        pthread_cond_broadcast(&p.cv);
-        pthread_mutex_unlock(&p.mu);
-        if (nomem || stop != STOP_END || at != w->last)
-            break;
-    }
+    /* Without a helper (none could start) this thread maps every window itself. */
+    started = p.n > 1 && pthread_create(&helper, NULL, helper_main, &p) == 0;
+    nomem = put_all(&p, &t, &st, own, &out, &n_out, &out_cap, &at, &stop) < 0;
     if (started) {
         pthread_mutex_lock(&p.mu);
         p.quit = 1;
@@ -236,30 +281,25 @@ static PyObject *put_windows(PyObject *self, PyObject *args)
     }
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
-    consumed = (Py_ssize_t)(at - (n_pairs > 0 ? pairs[0].start : 0));
     Py_END_ALLOW_THREADS
     if (nomem) {
         PyErr_NoMemory();
         goto release;
     }
-    if (!started && n_pairs > 0) {
-        PyErr_SetString(PyExc_OSError, "put_windows: could not start the helper thread");
-        goto release;
-    }
     PyObject *bt = PyBytes_FromStringAndSize((const char *)out, n_out * (Py_ssize_t)sizeof(BatchEntry));
     if (bt != NULL)
-        result = Py_BuildValue("(ninLLLLN)", consumed, stop, st.entries, (long long)st.latest, st.records,
-                               st.lookups, st.probes, bt);
+        result = Py_BuildValue("(ninLLLLN)", (Py_ssize_t)(at - (n_cuts > 0 ? cuts[0] : 0)), stop, st.entries,
+                               (long long)st.latest, st.records, st.lookups, st.probes, bt);
 release:
     if (table_held)
         api->table_close(&t);
     PyMem_RawFree(own);
     PyMem_RawFree(out);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < MAX_SLOTS; i++) {
         PyMem_RawFree(p.slots[i].hashed);
         PyMem_RawFree(p.slots[i].batches);
     }
-    PyBuffer_Release(&pairs_buf);
+    PyBuffer_Release(&cuts_buf);
     PyBuffer_Release(&buf);
     return result;
 }

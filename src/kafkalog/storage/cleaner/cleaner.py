@@ -36,7 +36,6 @@ from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from itertools import islice
 from typing import TYPE_CHECKING
 
 from kafkalog.clock import SYSTEM_TIME, Time
@@ -81,6 +80,8 @@ MAP_SHARE = 0.4
 # The most of a segment one call of the C map pass covers: bounds the batch directory entries it
 # hands back at once (a batch takes at least 61 bytes).
 MAP_CALL_BYTES = 8 * 1024 * 1024
+# The C map pass's ring: the map buffer cut into this many windows' buffers.
+MAP_SLOTS = 4
 
 
 class LogCleaningAbortedError(KafkaLogError):
@@ -118,6 +119,16 @@ def _raise_first_failure(swaps: list[Future[None]]) -> None:
     for swap in swaps:
         if swap.done() and swap.exception() is not None:
             swap.result()
+
+
+def _window_end(starts: array[int], end: int, at: int, size: int) -> int:
+    """Where a window of at most ``size`` bytes from ``at`` ends: at the last batch start (by the
+    offset index's ``starts``) within reach, at ``at + size`` when there is none, at ``end`` if it
+    gets there."""
+    if at + size >= end:
+        return end
+    i = bisect_right(starts, at + size) - 1
+    return starts[i] if i >= 0 and starts[i] > at else at + size
 
 
 def _read_and_hash(source: FileRecords, position: int, buffer: memoryview, offset_map: OffsetMap,
@@ -357,16 +368,9 @@ class Cleaner:
         end = segment.log.size_in_bytes
         starts = segment.offset_index.positions()
         mine, theirs = self._window_sizes()
-
-        def window_end(at: int, size: int) -> int:
-            if at + size >= end:
-                return end
-            i = bisect_right(starts, at + size) - 1  # the last batch start the window can reach
-            return starts[i] if i >= 0 and starts[i] > at else at + size
-
         while position < end:
-            middle = window_end(position, mine)
-            last = window_end(middle, theirs) if middle < end else end
+            middle = _window_end(starts, end, position, mine)
+            last = _window_end(starts, end, middle, theirs) if middle < end else end
             yield position, middle, last
             position = last
 
@@ -378,11 +382,14 @@ class Cleaner:
         local = segment.log.local_descriptor() if offset_map_module.map_pass is not None else None
         if local is None:
             return self._put_windows_py(segment, position, offset_map, start, max_entries)
-        mine, theirs = self._window_sizes()
-        pairs = array("q")
-        for pair in islice(self._windows(segment, position), max(1, MAP_CALL_BYTES // (mine + theirs))):
-            pairs.extend(pair)
-        return offset_map.put_windows(*local, pairs, self._map_buffer, mine, theirs, start, max_entries)
+        room = len(self._map_buffer) // MAP_SLOTS
+        end = segment.log.size_in_bytes
+        starts = segment.offset_index.positions()
+        cuts = array("q", [position])
+        while position < end and cuts[-1] - cuts[0] < MAP_CALL_BYTES:
+            position = _window_end(starts, end, position, room)
+            cuts.append(position)
+        return offset_map.put_windows(*local, cuts, self._map_buffer, room, start, max_entries)
 
     def _put_windows_py(self, segment: LogSegment, position: int, offset_map: OffsetMap, start: int,
                         max_entries: int) -> BatchWalk:

@@ -459,17 +459,16 @@ class OffsetMap:
         self._probes += probes
         return BatchWalk(consumed, WalkStop(stop), records, batches)
 
-    def put_windows(self, fd: int, base: int, pairs: array[int], buffer: bytearray | memoryview | mmap.mmap,
-                    mine: int, theirs: int, start_offset: int, max_entries: int) -> BatchWalk:
-        """:meth:`put_batches` over a segment file's pairs of windows, read and hashed on two threads in
-        C (``_map_pass.put_windows``: ``pairs`` holds (start, middle, last) triples of positions of
-        the file ``fd`` whose position 0 is at file offset ``base``; ``buffer`` holds a window of
-        ``mine`` bytes and two of ``theirs``). The same map, and the same answer, as
-        :meth:`put_batches` over those bytes."""
+    def put_windows(self, fd: int, base: int, cuts: array[int], buffer: bytearray | memoryview | mmap.mmap,
+                    room: int, start_offset: int, max_entries: int) -> BatchWalk:
+        """:meth:`put_batches` over a segment file's windows [``cuts[j]``, ``cuts[j+1]``), read and
+        hashed on two threads in C (``_map_pass.put_windows``: ``fd``'s position 0 is at file offset
+        ``base``; ``buffer`` is cut into windows' buffers of ``room`` bytes). The same map, and the
+        same answer, as :meth:`put_batches` over those bytes."""
         assert map_pass is not None and self.walks_batches
         self._forget_pass()
         consumed, stop, entries, latest, records, lookups, probes, batches = map_pass.put_windows(
-            fd, base, pairs, buffer, mine, theirs, self._table, self._k0, self._k1, start_offset, max_entries,
+            fd, base, cuts, buffer, room, self._table, self._k0, self._k1, start_offset, max_entries,
             self._entries, self._latest_offset)
         self._entries, self._latest_offset = entries, latest
         self._lookups += lookups
