@@ -51,6 +51,8 @@ def c_module(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(key_hash, "compact_native", compact)
     monkeypatch.setattr(offset_map_module, "compact_native", compact)
+    monkeypatch.setattr(offset_map_module, "map_pass",
+                        importlib.import_module("kafkalog.storage.cleaner._map_pass"))
 
 
 def _siphash(data: bytes, key: bytes, c: int, d: int, wide: bool) -> bytes:
