@@ -191,3 +191,23 @@ def test_compacting_one_topic_keeps_the_checkpoint_of_the_others(tmp_path: Path)
         checkpoint = OffsetCheckpointFile(tmp_path / "data" / CLEANER_OFFSET_CHECKPOINT_FILE).read()
         assert set(checkpoint) == {("a", 0), ("b", 0)}
         assert checkpoint[("a", 0)] == lm.get_log("a", 0).active_segment.base_offset
+
+
+def test_each_pause_needs_its_own_resume(tmp_path: Path) -> None:
+    """Kafka counts pauses (LogCleaningPaused(count)): a partition paused twice stays paused until
+    it has been resumed twice."""
+    log = compacted_log(tmp_path)
+    for i in range(20):
+        append(log, [(b"k%d" % (i % 3), b"v%d" % i)])
+    log.roll()
+    tp = (log.topic, log.partition)
+    manager = LogCleanerManager(log.dir.parent, lambda: {tp: log}, time=log.time)
+    manager.abort_and_pause_cleaning(tp)
+    manager.abort_and_pause_cleaning(tp)
+    manager.resume_cleaning(tp)
+    assert manager.cleaning_state(tp) is LogCleaningState.PAUSED
+    assert manager.log_to_clean(tp, force=True) is None
+    manager.resume_cleaning(tp)
+    assert manager.cleaning_state(tp) is None
+    assert manager.log_to_clean(tp, force=True) is not None
+    log.close()

@@ -101,6 +101,9 @@ class LogCleanerManager:
         self._time = time
         self._lock = threading.Condition()
         self._in_progress: dict[TopicPartition, LogCleaningState] = {}
+        # How many abort_and_pause_cleaning calls a PAUSED partition waits to be resumed by (Kafka's
+        # LogCleaningPaused(count)): each pause needs its own resume.
+        self._pauses: dict[TopicPartition, int] = {}
         # Partitions whose cleaning failed (corrupt data, I/O): skipped until the directory is
         # reloaded, as Kafka's uncleanable partitions are.
         self._uncleanable: set[TopicPartition] = set()
@@ -231,8 +234,12 @@ class LogCleanerManager:
         deadline = _time.monotonic() + timeout_ms / 1000
         with self._lock:
             state = self._in_progress.get(tp)
+            paused = state in (LogCleaningState.PAUSED, LogCleaningState.ABORTED)
+            self._pauses[tp] = self._pauses.get(tp, 0) + 1 if paused else 1
             if state is None:
                 self._in_progress[tp] = LogCleaningState.PAUSED
+                return
+            if state is LogCleaningState.PAUSED:
                 return
             if state is LogCleaningState.IN_PROGRESS:
                 self._in_progress[tp] = LogCleaningState.ABORTED
@@ -244,9 +251,17 @@ class LogCleanerManager:
                 self._lock.wait(remaining)
 
     def resume_cleaning(self, tp: TopicPartition) -> None:
+        """Undo one :meth:`abort_and_pause_cleaning`: the partition is cleanable again once every
+        pause has been resumed."""
         with self._lock:
-            if self._in_progress.get(tp) is LogCleaningState.PAUSED:
-                del self._in_progress[tp]
+            if self._in_progress.get(tp) is not LogCleaningState.PAUSED:
+                return
+            left = self._pauses.get(tp, 1) - 1
+            if left > 0:
+                self._pauses[tp] = left
+                return
+            self._pauses.pop(tp, None)
+            del self._in_progress[tp]
 
     def done_cleaning(self, tp: TopicPartition, end_offset: int | None) -> None:
         """The cleaner is done with ``tp``: checkpoint ``end_offset`` (unless aborted) and release it."""
