@@ -35,7 +35,10 @@ def test_defaults_batch_and_stream(base):
 def test_subscription_kinds(base, tmp_path):
     assert parse({**base, "subscribe": " a, b ,,a"}).subscription.topics == ("a", "b")
     p = parse({"path": str(tmp_path), "subscribePattern": "ord.*"}).subscription
-    assert p.matches("orders") and not p.matches("xorders")
+    # found anywhere in the name, as Spark does; internal topics are never listed
+    assert p.matches("orders") and p.matches("xorders") and not p.matches("shipments")
+    everything = parse({"path": str(tmp_path), "subscribePattern": ".*"}).subscription
+    assert everything.matches("__x") and not everything.matches("__consumer_offsets")
     a = parse({"path": str(tmp_path), "assign": '{"t":[1,0],"u":[2]}'}).subscription
     assert a.assigned == (("t", 0), ("t", 1), ("u", 2))
 

@@ -144,6 +144,10 @@ def user_errors_iter(it: Iterator) -> Iterator:
         raise e.with_traceback(None) from None
 
 
+# Kafka's internal topics, which its admin client does not list (so no pattern subscribes to them).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
 def _err(option: str, message: str) -> InvalidConfigError:
     return InvalidConfigError(f"kafkalog option '{option}': {message}")
 
@@ -169,8 +173,10 @@ class Subscription:
         """Whether a topic of the data directory belongs to the subscription."""
         if self.kind == SUBSCRIBE_PATTERN:
             assert self.pattern is not None
-            # Kafka's consumer matches the whole topic name (Pattern.matcher(topic).matches()).
-            return re.fullmatch(self.pattern, topic) is not None
+            # Spark (since 3.4, topics listed through the admin client) keeps a topic when the
+            # pattern is found anywhere in its name (Regex.findFirstIn), and the admin client does
+            # not list internal topics.
+            return topic not in INTERNAL_TOPICS and re.search(self.pattern, topic) is not None
         if self.kind == SUBSCRIBE:
             return topic in self.topics
         return any(t == topic for t, _ in self.assigned)
@@ -330,7 +336,7 @@ def parse_partition_values(option: str, raw: str, example: str) -> tuple[tuple[s
 
 def _parse_assign(raw: str) -> tuple[TopicPartition, ...]:
     if not raw.strip().startswith("{"):
-        raise _err(ASSIGN, f"no topic-partitions to assign in {raw!r} (expected e.g. {_JSON_ASSIGN_EXAMPLE})")
+        raise _err(ASSIGN, f"no topicpartitions to assign in {raw!r} (expected e.g. {_JSON_ASSIGN_EXAMPLE})")
     obj = _load_json_object(ASSIGN, raw, _JSON_ASSIGN_EXAMPLE)
     assigned: set[TopicPartition] = set()
     for topic, partitions in obj.items():
@@ -341,7 +347,7 @@ def _parse_assign(raw: str) -> tuple[TopicPartition, ...]:
                 raise _err(ASSIGN, f"partition {p!r} of topic {topic!r} is not a valid partition number")
             assigned.add((topic, p))
     if not assigned:
-        raise _err(ASSIGN, f"no topic-partitions to assign in {raw!r}")
+        raise _err(ASSIGN, f"no topicpartitions to assign in {raw!r}")
     return tuple(sorted(assigned))
 
 
@@ -482,21 +488,21 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     if streaming is True:
         for key in (ENDING_OFFSETS, ENDING_OFFSETS_BY_TIMESTAMP, ENDING_TIMESTAMP):
             if key.lower() in opts:
-                raise _err(key, "not valid in streaming queries (a stream has no end)")
+                raise _err(key, "ending offset not valid in streaming queries (a stream has no end)")
     starting = _range_limit(opts, STARTING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP, STARTING_OFFSETS,
                             LATEST_LIMIT if streaming else EARLIEST_LIMIT, on_no_match)
     ending = _range_limit(opts, ENDING_TIMESTAMP, ENDING_OFFSETS_BY_TIMESTAMP, ENDING_OFFSETS,
                           LATEST_LIMIT, "latest")
     if streaming is False:
         if starting.kind == "latest":
-            raise _err(STARTING_OFFSETS, "starting offset can't be 'latest' for batch queries")
+            raise _err(STARTING_OFFSETS, "starting offset can't be latest for batch queries on Kafka")
         if starting.kind == "specific":
             for topic, partition, off in starting.per_partition:
                 if off == LATEST:
                     raise _err(STARTING_OFFSETS, f"starting offset for {topic}-{partition} can't be "
                                                  "latest (-1) for batch queries")
         if ending.kind == "earliest":
-            raise _err(ENDING_OFFSETS, "ending offset can't be 'earliest' for batch queries")
+            raise _err(ENDING_OFFSETS, "ending offset can't be earliest for batch queries on Kafka")
         if ending.kind == "specific":
             for topic, partition, off in ending.per_partition:
                 if off == EARLIEST:
@@ -534,8 +540,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         min_per_trigger = _parse_long(MIN_OFFSETS_PER_TRIGGER, opts[MIN_OFFSETS_PER_TRIGGER.lower()],
                                       minimum=1)
     if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
-        raise _err(MIN_OFFSETS_PER_TRIGGER, f"{min_per_trigger} is larger than maxOffsetsPerTrigger "
-                                            f"({max_per_trigger})")
+        raise _err(MIN_OFFSETS_PER_TRIGGER, f"the value of minOffsetPerTrigger({min_per_trigger}) is higher "
+                                            f"than the maxOffsetsPerTrigger({max_per_trigger})")
     max_delay = 15 * 60 * 1000
     if MAX_TRIGGER_DELAY.lower() in opts:
         max_delay = _parse_duration_ms(MAX_TRIGGER_DELAY, opts[MAX_TRIGGER_DELAY.lower()])

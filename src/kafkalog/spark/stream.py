@@ -111,7 +111,9 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
         self._available_now: PartitionOffsets | None = None
-        self._last_trigger_ms = time.time() * 1000
+        # As Spark's KafkaMicroBatchStream (lastTriggerMillis = 0): the first batch after a start is
+        # never held back by minOffsetsPerTrigger.
+        self._last_trigger_ms = 0.0
 
     # --- offsets -------------------------------------------------------------------------------
 

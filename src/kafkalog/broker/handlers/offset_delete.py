@@ -46,9 +46,16 @@ async def handle_offset_delete_request(apis: Any, request: RequestContext, body:
         return build(cls, error_code=ErrorCode.group_id_not_found, throttle_time=ZERO_DELAY, topics=())
     subscribed: set[str] = set()
     group = coordinator.groups.get(group_id)
-    if group is not None and state != "Empty" and group.protocol_type == "consumer":
-        for member in group:
-            subscribed |= subscribed_topics(member.metadata(group.protocol_name or ""))
+    if group is not None and state in ("Stable", "PreparingRebalance", "CompletingRebalance"):
+        if group.protocol_type != "consumer":
+            # Kafka's validateOffsetDelete: only a consumer group says which topics it reads
+            return build(cls, error_code=ErrorCode.non_empty_group, throttle_time=ZERO_DELAY, topics=())
+        # The topics of the current generation's protocol; a group rebalancing out of Empty has
+        # none chosen yet, and (as in Kafka, whose subscription is then the empty one of the Empty
+        # generation) nothing blocks the delete.
+        if group.protocol_name is not None:
+            for member in group:
+                subscribed |= subscribed_topics(member.metadata(group.protocol_name))
     errors: dict[tuple[str, int], int] = {}
     deletable = []
     for topic in body.topics:
