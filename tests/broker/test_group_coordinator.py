@@ -411,3 +411,34 @@ def test_groups_are_loaded_once_and_offsets_only_groups_listed():
         assert manager.loads == 1
 
     run(main())
+
+
+def test_initial_delay_is_whole_and_extended_for_a_group_rejoining_from_empty():
+    """Kafka's InitialDelayedJoin: a rebalance out of Empty waits the whole
+    group.initial.rebalance.delay.ms (even past the rebalance timeout), and every joiner within
+    it extends the wait -- also for a group that has had generations before, so members restarted
+    together land in one generation."""
+    config = GroupConfig(min_session_timeout_ms=10, max_session_timeout_ms=60000,
+                         initial_rebalance_delay_ms=300)
+
+    async def main():
+        c = GroupCoordinator(config)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        a = await join_new(c, rebalance_ms=100)  # the delay (300 ms) outlasts the rebalance timeout
+        assert loop.time() - started >= 0.28 and a.generation_id == 1
+        await sync(c, a, {a.member_id: b"A"})
+        assert c.handle_leave_group("g", [(a.member_id, None)])[0] == E.none
+        await asyncio.sleep(0.3)  # the leave's rebalance ends with no member: Empty
+        assert c.group_state("g") == "Empty"
+        # three members restarted 200 ms apart: each extends the wait, one generation for all
+        tasks = []
+        for _ in range(3):
+            tasks.append(asyncio.ensure_future(join_new(c, rebalance_ms=5000)))
+            await asyncio.sleep(0.2)
+        results = await asyncio.gather(*tasks)
+        assert len({r.generation_id for r in results}) == 1
+        leader = next(r for r in results if r.members)
+        assert len(leader.members) == 3
+
+    run(main())

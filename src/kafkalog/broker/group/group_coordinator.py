@@ -376,7 +376,9 @@ class GroupCoordinator:
         self, group: GroupMetadata, member: MemberMetadata
     ) -> asyncio.Future[JoinResult]:
         member.is_new = True
-        if group.is_state(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
+        # Kafka 4's GroupMetadataManager: any rebalance out of Empty waits for more joiners (not only a
+        # brand-new group's first one), so restarted members land in one generation.
+        if group.is_state(GroupState.PREPARING_REBALANCE) and group.previous_state is GroupState.EMPTY:
             group.new_member_added = True
         member.awaiting_join = asyncio.get_running_loop().create_future()
         future = member.awaiting_join
@@ -491,7 +493,8 @@ class GroupCoordinator:
             group.sync_timer = None
         rebalance_timeout_ms = group.rebalance_timeout_ms()
         if group.is_state(GroupState.EMPTY):
-            delay = min(self.config.initial_rebalance_delay_ms, rebalance_timeout_ms)
+            # the whole initial delay even past the rebalance timeout, as Kafka's InitialDelayedJoin
+            delay = self.config.initial_rebalance_delay_ms
             delayed = DelayedJoin(initial=True, remaining_ms=max(rebalance_timeout_ms - delay, 0))
         else:
             delay = rebalance_timeout_ms

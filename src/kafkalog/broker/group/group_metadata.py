@@ -31,6 +31,7 @@ class GroupMetadata:
     def __init__(self, group_id: str, state: GroupState = GroupState.EMPTY) -> None:
         self.group_id = group_id
         self.state = state
+        self.previous_state = state
         self.current_state_timestamp: int | None = _now_ms()
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
@@ -65,6 +66,7 @@ class GroupMetadata:
                 f"Group {self.group_id} should be in one of {allowed} before moving to {state.value}, "
                 f"but is {self.state.value}"
             )
+        self.previous_state = self.state
         self.state = state
         self.current_state_timestamp = _now_ms()
 
