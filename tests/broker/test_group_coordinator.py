@@ -277,6 +277,14 @@ def test_validate_offset_commit_rules():
     run(main())
 
 
+def test_offset_commit_to_an_unknown_group_by_version():
+    c = GroupCoordinator(FAST)
+    assert c.validate_offset_commit("nope", "m-1", 3, None, 8) == E.illegal_generation
+    assert c.validate_offset_commit("nope", "m-1", 3, None, 9) == E.group_id_not_found
+    assert c.validate_offset_commit("nope", "", -1, None, 9) == E.none  # standalone: creates it
+
+
+
 def test_describe_list_delete():
     async def main():
         c = GroupCoordinator(FAST)

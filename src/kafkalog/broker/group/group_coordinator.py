@@ -824,7 +824,8 @@ class GroupCoordinator:
     # --- OffsetCommit support (called by the offsets handlers) ---
 
     def validate_offset_commit(
-        self, group_id: str, member_id: str, generation_id: int, group_instance_id: str | None
+        self, group_id: str, member_id: str, generation_id: int, group_instance_id: str | None,
+        api_version: int = 0,
     ) -> int:
         """May this member commit offsets for this group now? (Kafka's ``validateOffsetCommit``.)
         A commit with generation -1 and no member id is a standalone commit: fine for an Empty or
@@ -838,7 +839,8 @@ class GroupCoordinator:
                 self.groups[group_id] = GroupMetadata(group_id)
                 self.groups[group_id].offsets_committed = True
                 return NONE
-            return int(_E.illegal_generation)
+            # a member's commit to a group that does not exist: OffsetCommit v9+ says so
+            return int(_E.group_id_not_found if api_version >= 9 else _E.illegal_generation)
         error = self._validate_commit_member(group, member_id, generation_id, group_instance_id)
         if error == NONE:
             group.offsets_committed = True

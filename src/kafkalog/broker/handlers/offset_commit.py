@@ -54,7 +54,7 @@ async def handle_offset_commit_request(apis: Any, request: RequestContext, body:
     if to_store:
         error = group_coordinator(apis).validate_offset_commit(
             body.group_id, body.member_id, int(body.generation_id_or_member_epoch),
-            getattr(body, "group_instance_id", None),
+            getattr(body, "group_instance_id", None), request.api_version,
         )
         if error:
             errors.update(dict.fromkeys(to_store, error))
