@@ -930,7 +930,8 @@ class GroupCoordinator:
 
     async def handle_delete_groups(self, group_ids: Iterable[str]) -> list[tuple[str, int]]:
         results = []
-        for group_id in group_ids:
+        # one result per group, however often it is named (Kafka's KafkaApis deduplicates)
+        for group_id in dict.fromkeys(group_ids):
             results.append((group_id, await self._delete_group(group_id)))
         return results
 
