@@ -1015,7 +1015,7 @@ static PyObject *offset_map_put_batches(PyObject *self, PyObject *args)
         PyBuffer_Release(&buf);
         return PyErr_NoMemory();
     }
-    MapState st = {start_offset, max_entries > t.slots - 1 ? t.slots - 1 : max_entries, entries, latest, 0, 0, 0};
+    MapState st = map_state(&t, start_offset, max_entries, entries, latest);
     Py_ssize_t at, n_batches = 0;
     int stop;
     /* Pure C over buffers this call holds: other threads (the broker's event loop) run meanwhile. */
@@ -1220,7 +1220,7 @@ static PyObject *offset_map_put_hashes(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "hashed and batches must come from offset_map_hash_batches");
         goto close;
     }
-    MapState st = {start_offset, max_entries > t.slots - 1 ? t.slots - 1 : max_entries, entries, latest, 0, 0, 0};
+    MapState st = map_state(&t, start_offset, max_entries, entries, latest);
     Py_ssize_t consumed, done;
     int full;
     Py_BEGIN_ALLOW_THREADS

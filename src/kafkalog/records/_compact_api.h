@@ -51,6 +51,15 @@ typedef struct {
     long long records, lookups, probes;  /* counted up */
 } MapState;
 
+/* The state a putting walk starts from: at most `max_entries` keys, and never more than the table's
+ * slots - 1 (one slot stays empty, so that a probe always ends). */
+static inline MapState map_state(const Table *t, int64_t start_offset, Py_ssize_t max_entries, Py_ssize_t entries,
+                                 int64_t latest)
+{
+    MapState s = {start_offset, max_entries > t->slots - 1 ? t->slots - 1 : max_entries, entries, latest, 0, 0, 0};
+    return s;
+}
+
 typedef struct {
     /* With the GIL: a table over the writable buffer `entries`, and its release. */
     int (*table_open)(PyObject *entries, unsigned long long k0, unsigned long long k1, Table *t);

@@ -708,15 +708,6 @@ class OffsetIndex(AbstractIndex):
                     return None
             return self._parse_entry(mm, slot)
 
-    def lookup_position(self, position: int) -> OffsetPosition | None:
-        """The entry with the largest position <= ``position`` (a batch that starts there), or None."""
-        with self._remap_lock:
-            mm = self._reader_map()
-            slot = self._slot_for(mm, self._entries, self._position_at, position, False)
-            if slot == -1 or mm is None:
-                return None
-            return self._parse_entry(mm, slot)
-
     def positions(self) -> array[int]:
         """Every entry's position, ascending: where batches start, for a reader that cuts the
         segment there (the cleaner's map-pass windows) without a search per cut."""

@@ -261,7 +261,7 @@ static PyObject *put_windows(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto release;
     }
-    MapState st = {start_offset, max_entries > t.slots - 1 ? t.slots - 1 : max_entries, entries, latest, 0, 0, 0};
+    MapState st = map_state(&t, start_offset, max_entries, entries, latest);
     Py_ssize_t n_out = 0, out_cap = 0;
     int64_t at = n_cuts > 0 ? cuts[0] : 0;
     int stop = STOP_END, started = 0;

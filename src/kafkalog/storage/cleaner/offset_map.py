@@ -259,6 +259,12 @@ class OffsetMap:
         self._probes = 0
         self._forget_pass()
 
+    def _walked(self, entries: int, latest: int, lookups: int, probes: int) -> None:
+        """What a C walk that put keys hands back: the keys held, the latest offset, its counts."""
+        self._entries, self._latest_offset = entries, latest
+        self._lookups += lookups
+        self._probes += probes
+
     def _forget_pass(self) -> None:
         self._mapped_from = _NOT_MAPPED
         self._latest_bits = b""
@@ -390,9 +396,7 @@ class OffsetMap:
                     start_offset, max_entries, self._entries, self._latest_offset)
             except ValueError as e:
                 raise native_error(e, where) from None
-            self._entries, self._latest_offset = entries, latest
-            self._lookups += lookups
-            self._probes += probes
+            self._walked(entries, latest, lookups, probes)
             return int(consumed)
         columns = batch.decode_columns()
         return self.put_many(columns.keys, columns.offsets, start_offset, max_entries)
@@ -454,9 +458,7 @@ class OffsetMap:
             compact_native.offset_map_put_batches(data, position, self._table, self._k0, self._k1,
                                                   start_offset, max_entries, self._entries,
                                                   self._latest_offset))
-        self._entries, self._latest_offset = entries, latest
-        self._lookups += lookups
-        self._probes += probes
+        self._walked(entries, latest, lookups, probes)
         return BatchWalk(consumed, WalkStop(stop), records, batches)
 
     def put_windows(self, fd: int, base: int, cuts: array[int], buffer: bytearray | memoryview | mmap.mmap,
@@ -470,9 +472,7 @@ class OffsetMap:
         consumed, stop, entries, latest, records, lookups, probes, batches = map_pass.put_windows(
             fd, base, cuts, buffer, room, self._table, self._k0, self._k1, start_offset, max_entries,
             self._entries, self._latest_offset)
-        self._entries, self._latest_offset = entries, latest
-        self._lookups += lookups
-        self._probes += probes
+        self._walked(entries, latest, lookups, probes)
         return BatchWalk(consumed, WalkStop(stop), records, batches)
 
     def hash_batches(self, data: bytes | memoryview, start_offset: int, position: int = 0) -> HashedChunk:
@@ -492,9 +492,7 @@ class OffsetMap:
         consumed, full, entries, latest, records, lookups, probes, done = (
             compact_native.offset_map_put_hashes(chunk.hashed, chunk.batches, self._table, start_offset,
                                                  max_entries, self._entries, self._latest_offset))
-        self._entries, self._latest_offset = entries, latest
-        self._lookups += lookups
-        self._probes += probes
+        self._walked(entries, latest, lookups, probes)
         stop = WalkStop.FULL if full else chunk.stop if consumed == chunk.consumed else WalkStop.END
         return BatchWalk(consumed, stop, records, chunk.batches[:done * ENTRY_SIZE])
 
