@@ -26,6 +26,7 @@ from typing import Final, Literal
 
 from kafkalog.errors import InvalidConfigError, KafkaLogError
 from kafkalog.storage.filesystem import FILESYSTEM_OPTIONS, is_local_uri, local_path
+from kafkalog.storage.log_file_utils import INTERNAL_TOPICS
 
 __all__ = [
     "EARLIEST",
@@ -142,10 +143,6 @@ def user_errors_iter(it: Iterator) -> Iterator:
         yield from it
     except KafkaLogError as e:
         raise e.with_traceback(None) from None
-
-
-# Kafka's internal topics, which its admin client does not list (so no pattern subscribes to them).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 def _err(option: str, message: str) -> InvalidConfigError:

@@ -27,6 +27,7 @@ __all__ = [
     "CLEANED_FILE_SUFFIX",
     "DELETED_FILE_SUFFIX",
     "INDEX_FILE_SUFFIX",
+    "INTERNAL_TOPICS",
     "LOG_FILE_SUFFIX",
     "PRODUCER_SNAPSHOT_FILE_SUFFIX",
     "SWAP_FILE_SUFFIX",
@@ -56,6 +57,9 @@ __all__ = [
 ]
 
 # --- topic names and partition directories (§1.1) -------------------------------------------------
+
+# Kafka's Topic.isInternal: the coordinators' topics (its admin client does not list them).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 _MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")

@@ -10,16 +10,13 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.error_codes import error_code_for
-from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.metadata_cache import ZERO_UUID
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.errors import KafkaLogError, TopicExistsError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
-
-# Kafka's Topic.isInternal: the coordinators' topics
-INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, "__transaction_state"})
+from kafkalog.storage.log_file_utils import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 
