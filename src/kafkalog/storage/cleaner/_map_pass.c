@@ -54,7 +54,6 @@ enum { SLOT_FREE, SLOT_HASHING, SLOT_HASHED };
 typedef struct {
     uint8_t *buf;
     int state;
-    Py_ssize_t window;
     Py_ssize_t consumed;
     int stop;
     Hashed *hashed;
@@ -104,7 +103,6 @@ static Py_ssize_t claim(Pipe *p)
     Py_ssize_t j = p->next_claim++;
     Slot *s = &p->slots[j % p->n_slots];
     s->state = SLOT_HASHING;
-    s->window = j;
     return j;
 }
 
@@ -132,21 +130,19 @@ static void *helper_main(void *arg)
     }
 }
 
-/* Appends n entries to the growing array *out (no GIL: raw allocator); -1 when out of memory. */
-static int append_entries(BatchEntry **out, Py_ssize_t *n_out, Py_ssize_t *cap, const BatchEntry *e, Py_ssize_t n)
+/* Room for n more entries in the growing array *out (no GIL: raw allocator); -1 when out of memory. */
+static int reserve_entries(BatchEntry **out, Py_ssize_t n_out, Py_ssize_t *cap, Py_ssize_t n)
 {
-    if (*n_out + n > *cap) {
-        Py_ssize_t want = *cap ? *cap : 1024;
-        while (want < *n_out + n)
-            want *= 2;
-        BatchEntry *grown = PyMem_RawRealloc(*out, (size_t)want * sizeof(BatchEntry));
-        if (grown == NULL)
-            return -1;
-        *out = grown;
-        *cap = want;
-    }
-    memcpy(*out + *n_out, e, (size_t)n * sizeof(BatchEntry));
-    *n_out += n;
+    if (n_out + n <= *cap)
+        return 0;
+    Py_ssize_t want = *cap ? *cap : 1024;
+    while (want < n_out + n)
+        want *= 2;
+    BatchEntry *grown = PyMem_RawRealloc(*out, (size_t)want * sizeof(BatchEntry));
+    if (grown == NULL)
+        return -1;
+    *out = grown;
+    *cap = want;
     return 0;
 }
 
@@ -159,8 +155,8 @@ PyDoc_STRVAR(put_windows_doc,
 "was mapped whole; returns what offset_map_put_batches would over the bytes done.");
 
 /* This thread's part: put every window in order, hashing ahead while the helper has the next. */
-static int put_all(Pipe *p, Table *t, MapState *st, BatchEntry *own, BatchEntry **out, Py_ssize_t *n_out,
-                   Py_ssize_t *out_cap, int64_t *at, int *stop)
+static int put_all(Pipe *p, Table *t, MapState *st, BatchEntry **out, Py_ssize_t *n_out, Py_ssize_t *out_cap,
+                   int64_t *at, int *stop)
 {
     for (;;) {
         pthread_mutex_lock(&p->mu);
@@ -174,17 +170,19 @@ static int put_all(Pipe *p, Table *t, MapState *st, BatchEntry *own, BatchEntry 
         if (p->next_claim == k) { /* nobody has it: map it here in one walk */
             p->next_claim++;
             pthread_mutex_unlock(&p->mu);
-            Py_ssize_t got = read_window(p, s, k), n_own = 0;
-            put = api->put_batches(t, s->buf, got, p->cuts[k], st, own, &n_own, stop);
-            if (append_entries(out, n_out, out_cap, own, n_own) < 0)
+            Py_ssize_t got = read_window(p, s, k);
+            if (reserve_entries(out, *n_out, out_cap, api->most_batches(got)) < 0)
                 return -1;
+            put = api->put_batches(t, s->buf, got, p->cuts[k], st, *out, n_out, stop);
         } else if (s->state == SLOT_HASHED) {
             pthread_mutex_unlock(&p->mu);
             int full;
             Py_ssize_t done;
             put = api->put_hashes(t, s->hashed, s->n_hashed, s->batches, s->n_batches, st, &full, &done);
-            if (append_entries(out, n_out, out_cap, s->batches, done) < 0)
+            if (reserve_entries(out, *n_out, out_cap, done) < 0)
                 return -1;
+            memcpy(*out + *n_out, s->batches, (size_t)done * sizeof(BatchEntry));
+            *n_out += done;
             *stop = full ? STOP_FULL : put == s->consumed ? s->stop : STOP_END;
         } else { /* the helper is hashing it: hash a later one meanwhile, or wait */
             Py_ssize_t j = claim(p);
@@ -224,7 +222,7 @@ static PyObject *put_windows(PyObject *self, PyObject *args)
     int table_held = 0;
     Pipe p;
     memset(&p, 0, sizeof p);
-    BatchEntry *own = NULL, *out = NULL;
+    BatchEntry *out = NULL;
     const int64_t *cuts = (const int64_t *)cuts_buf.buf;
     Py_ssize_t n_cuts = cuts_buf.len / (Py_ssize_t)sizeof(int64_t);
     if (cuts_buf.len % (Py_ssize_t)sizeof(int64_t) || room <= 0 || buf.len / room < 2) {
@@ -249,8 +247,7 @@ static PyObject *put_windows(PyObject *self, PyObject *args)
     p.k0 = k0;
     p.k1 = k1;
     p.start_offset = start_offset;
-    own = PyMem_RawMalloc((size_t)api->most_batches(room) * sizeof(BatchEntry));
-    int nomem = own == NULL;
+    int nomem = 0;
     for (int i = 0; i < p.n_slots; i++) {
         p.slots[i].buf = (uint8_t *)buf.buf + i * room;
         p.slots[i].hashed = PyMem_RawMalloc((size_t)api->most_hashed(room) * sizeof(Hashed));
@@ -271,7 +268,7 @@ static PyObject *put_windows(PyObject *self, PyObject *args)
     pthread_cond_init(&p.cv, NULL);
     /* Without a helper (none could start) this thread maps every window itself. */
     started = p.n > 1 && pthread_create(&helper, NULL, helper_main, &p) == 0;
-    nomem = put_all(&p, &t, &st, own, &out, &n_out, &out_cap, &at, &stop) < 0;
+    nomem = put_all(&p, &t, &st, &out, &n_out, &out_cap, &at, &stop) < 0;
     if (started) {
         pthread_mutex_lock(&p.mu);
         p.quit = 1;
@@ -293,7 +290,6 @@ static PyObject *put_windows(PyObject *self, PyObject *args)
 release:
     if (table_held)
         api->table_close(&t);
-    PyMem_RawFree(own);
     PyMem_RawFree(out);
     for (int i = 0; i < MAX_SLOTS; i++) {
         PyMem_RawFree(p.slots[i].hashed);
