@@ -376,9 +376,10 @@ class Cleaner:
 
     def _put_windows(self, segment: LogSegment, position: int, offset_map: OffsetMap, start: int,
                      max_entries: int) -> BatchWalk:
-        """The map pass on two threads over pairs of windows (:meth:`_windows`) from ``position``: in C
-        where the segment is a local file (``_map_pass.c``: the reads, the walks and the hand-overs
-        without the GIL), else :meth:`_put_windows_py`; the same map and the same answer either way."""
+        """The map pass on two threads from ``position``: in C where the segment is a local file
+        (``_map_pass.c``: windows of a quarter of the map buffer, cut where batches start, shared by
+        the two threads through a ring, with no GIL), else :meth:`_put_windows_py` (fixed pairs of
+        windows); the same map and the same answer either way."""
         local = segment.log.local_descriptor() if offset_map_module.map_pass is not None else None
         if local is None:
             return self._put_windows_py(segment, position, offset_map, start, max_entries)
