@@ -207,3 +207,23 @@ def test_keyless_records_are_refused_on_compacted_topics(tmp_path: Path) -> None
     with pytest.raises(InvalidRecordError, match=r"(?i)key"):
         append(log, [(None, b"v")])
     log.close()
+
+
+def test_the_last_batch_of_a_round_is_kept_empty(tmp_path: Path) -> None:
+    """KAFKA-17076 (Kafka's testCleanSegmentsRetainingLastEmptyBatch): when every record of the
+    round's last batch goes, its header stays, so the last cleaned offset is not lost; an emptied
+    batch anywhere else goes."""
+    time = MockTime()
+    log = compacted_log(tmp_path, time=time, delete_retention_ms=RETENTION)
+    append(log, [(b"a", b"1")])        # 0
+    append(log, [(b"b", None)])        # 1: a tombstone, not last in the round
+    append(log, [(b"a", None)])        # 2: the round's last batch, a tombstone
+    log.roll()
+    clean_all(log, time.milliseconds())  # gives both tombstones their delete horizon
+    assert [(r.offset, r.value) for r in all_records(log)] == [(1, None), (2, None)]
+    clean_all(log, time.milliseconds() + RETENTION)
+    batches = list(log.batches(0, isolation=LOG_END))
+    assert [(b.base_offset, b.last_offset, b.record_count) for b in batches] == [(2, 2, 0)]
+    assert batches[0].is_valid() and batches[0].size_in_bytes == 61
+    assert all_records(log) == []
+    log.close()

@@ -1428,8 +1428,8 @@ PyDoc_STRVAR(offset_map_filter_batches_doc,
 "The cleaning pass over the whole batches at the start of data, as Cleaner._filter_batch does it\n"
 "for a plain batch: records kept by the record rule (see offset_map_retain_v2), the batch copied\n"
 "whole when all stay (and it needs no delete horizon), dropped when none do, else rebuilt.\n"
-"A batch with a producer id whose last offset is in `protected` (sorted int64: the last data\n"
-"batches of active producers) is left to the Python path.  The walk stops before a batch that\n"
+"A batch whose last offset is in `protected` (sorted int64: the last data batches of active\n"
+"producers, the round's last batch) is left to the Python path.  The walk stops before a batch that\n"
 "would make chunk_bytes + the bytes walked exceed read_size (stop 1) unless nothing is in the chunk\n"
 "yet.  Batches within [mapped_from, latest_offset] were checked by the map pass: their CRC is not\n"
 "checked again.  latest_bits (see offset_map_index_latest, lo = mapped_from; may be empty) answers\n"
@@ -1482,7 +1482,7 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
             stop = STOP_BUDGET;
             break;
         }
-        if (b.producer_id >= 0 && contains(protected_offsets, n_protected, b.last_offset)) {
+        if (contains(protected_offsets, n_protected, b.last_offset)) {
             stop = STOP_PYTHON;
             break;
         }
@@ -1637,7 +1637,8 @@ static int any_latest(const Latest *l, int64_t first, int64_t last)
 }
 
 /* Whether none of the batch's records stays: it lies within the mapped range and the bits, holds
- * no key's latest record, and is not the last batch of a producer (whose header must stay). */
+ * no key's latest record, and is not a batch whose header must stay (`protected`: a producer's last,
+ * the round's last). */
 static int superseded_batch(const BatchEntry *e, const Latest *l, int64_t latest, const int64_t *protected_offsets,
                             Py_ssize_t n_protected)
 {

@@ -544,8 +544,10 @@ class Cleaner:
         name = target.dir.name
         chunk = _Chunk([])
         walk = offset_map.walks_batches
+        # Batches whose header must stay even if every record goes: each active producer's last
+        # data batch, and the round's last batch (its offset bounds what was cleaned; KAFKA-17076).
         protected = sorted({last.last_data_offset for last in last_records.values()
-                            if last.last_data_offset is not None})
+                            if last.last_data_offset is not None} | {upper_bound_offset - 1})
         protected_array = array("q", protected)
         protected_set = set(protected)
         position = 0
@@ -591,8 +593,7 @@ class Cleaner:
                     break
             taken = 0  # the Python path: every batch without the C module, else at least one
             for batch in self._read_batches(source, position):
-                if walk and taken and _plain(batch) and not (batch.has_producer_id
-                                                            and batch.last_offset in protected_set):
+                if walk and taken and _plain(batch) and batch.last_offset not in protected_set:
                     break
                 if directory and taken and offset_map.skip_superseded(
                         directory, position, protected_array, chunk.input_bytes, self._read_size,
@@ -605,7 +606,8 @@ class Cleaner:
                 chunk.input_bytes += batch.size_in_bytes
                 stats.bytes_read += batch.size_in_bytes
                 self._filter_batch(batch, chunk, offset_map, retain_legacy_deletes, delete_retention_ms,
-                                   transaction_metadata, last_records, stats, current_time)
+                                   transaction_metadata, last_records, upper_bound_offset, stats,
+                                   current_time)
                 position += batch.size_in_bytes
             if not walk or not taken:
                 break
@@ -620,8 +622,8 @@ class Cleaner:
         return _Chunk([])
 
     def _check_batch_retention(self, batch: RecordBatch, transaction_metadata: CleanedTransactionMetadata,
-                               last_records: dict[int, LastRecord], current_time: int
-                               ) -> tuple[BatchRetention, bool, bool]:
+                               last_records: dict[int, LastRecord], upper_bound_offset: int,
+                               current_time: int) -> tuple[BatchRetention, bool, bool]:
         """(what happens to the batch, whether its records are all discarded, whether it is a marker
         that may go once its delete horizon passes). Kafka's rules:
 
@@ -629,6 +631,9 @@ class Cleaner:
           of its transaction remains *and* the delete horizon it was given has passed.
         * The last batch of each active producer stays — emptied if its records go — so the producer
           state (sequence numbers, epoch) survives a reload of the cleaned log.
+        * So does the round's last batch (its next offset is the round's upper bound), so the log's
+          last cleaned offset is not lost (KAFKA-17076). A v0/v1 batch cannot be written empty:
+          Kafka fails the round there; this drops it as any other emptied legacy batch.
         """
         if batch.is_control:
             can_discard = transaction_metadata.on_control_batch_read(batch)
@@ -645,7 +650,8 @@ class Cleaner:
                     last_of_producer = batch.last_offset == last.last_data_offset
                 else:
                     last_of_producer = batch.is_control and batch.producer_epoch == last.producer_epoch
-        if last_of_producer:
+        last_of_round = batch.next_offset == upper_bound_offset and batch.magic >= MAGIC_V2
+        if last_of_producer or last_of_round:
             retention = BatchRetention.RETAIN_EMPTY
         elif discard_records:
             retention = BatchRetention.DELETE
@@ -656,9 +662,10 @@ class Cleaner:
     def _filter_batch(self, batch: RecordBatch, chunk: _Chunk, offset_map: OffsetMap,
                       retain_legacy_deletes: bool, delete_retention_ms: int,
                       transaction_metadata: CleanedTransactionMetadata,
-                      last_records: dict[int, LastRecord], stats: CleanerStats, current_time: int) -> None:
+                      last_records: dict[int, LastRecord], upper_bound_offset: int, stats: CleanerStats,
+                      current_time: int) -> None:
         retention, discard_records, marker_for_empty_txn = self._check_batch_retention(
-            batch, transaction_metadata, last_records, current_time)
+            batch, transaction_metadata, last_records, upper_bound_offset, current_time)
         if retention is BatchRetention.DELETE:
             self._count_discarded(batch, stats)
             return

@@ -499,8 +499,8 @@ class OffsetMap:
     def filter_batches(self, data: bytes | memoryview, current_time: int, delete_retention_ms: int,
                        protected_offsets: array[int], chunk_bytes: int, chunk_size: int) -> FilteredChunk:
         """The cleaning pass (``Cleaner._filter_batch``) over the plain batches at the start of
-        ``data``, except those with a producer id whose last offset is in ``protected_offsets``
-        (sorted: the last data batches of active producers, whose rules the Python path holds);
+        ``data``, except those whose last offset is in ``protected_offsets`` (sorted: the last data
+        batches of active producers and the round's last batch, whose rules the Python path holds);
         stops before a batch that would take a chunk of ``chunk_bytes`` past ``chunk_size``. See
         :meth:`end_map_pass` for what it skips after one."""
         assert compact_native is not None and self.walks_batches
@@ -515,7 +515,7 @@ class OffsetMap:
         """Pass over the batches from file position ``position`` that the map pass recorded in
         ``directory`` (a segment's :class:`BatchDirectory` entries) and that keep no record: no key's
         latest offset among theirs (by the bits of :meth:`end_map_pass`; without them, nothing is
-        skipped) and not the last batch of a producer in ``protected_offsets``. Their records are
+        skipped) and not a batch whose header must stay (``protected_offsets``). Their records are
         dropped, as :meth:`filter_batches` would drop them, without being read; it stops before a
         batch that would take a chunk of ``chunk_bytes`` past ``chunk_size`` -- unless the chunk
         holds no cleaned bytes (``chunk_empty``): then a new chunk starts there."""
