@@ -415,3 +415,57 @@ def test_group_subscriptions_come_from_the_chosen_protocol() -> None:
     group.transition_to(GroupState.PREPARING_REBALANCE)
     group.init_next_generation()
     assert group.protocol_name == "range" and group.subscribed_topics() == {"a", "b", "c"}
+
+
+def test_empty_groups_without_offsets_turn_dead_at_the_periodic_cleanup(tmp_path: Path) -> None:
+    """Kafka's cleanupGroupMetadata: once its offsets expired, an Empty group is forgotten and its
+    stored metadata tombstoned; a group with members, or with live offsets, stays."""
+    from kafkalog.broker.group.group_coordinator import GroupConfig, GroupCoordinator
+
+    clock = MockTime(int(time.time() * 1000))
+    retention = 60_000
+    config = GroupConfig(min_session_timeout_ms=10, max_session_timeout_ms=60000,
+                         initial_rebalance_delay_ms=0)
+
+    async def member(c: GroupCoordinator, group: str) -> Any:
+        first = await c.handle_join_group(group, "", None, True, False, "cli", "/127.0.0.1", 5000, 5000,
+                                          "consumer", [("range", b"")])
+        joined = await c.handle_join_group(group, first.member_id, None, True, False, "cli", "/127.0.0.1",
+                                           5000, 5000, "consumer", [("range", b"")])
+        await c.handle_sync_group(group, joined.generation_id, joined.member_id, None, None, None,
+                                  [(joined.member_id, b"")])
+        return joined
+
+    async def scenario() -> None:
+        with LogManager(tmp_path / "data", time=clock) as log_manager:
+            manager = GroupMetadataManager(log_manager, num_partitions=1, retention_ms=retention, time=clock)
+            c = GroupCoordinator(config, {"group_metadata_manager": manager})
+            c.startup()
+            left = {}
+            for group in ("committed", "idle", "busy"):
+                left[group] = await member(c, group)
+            commit = OffsetCommitValue(5, -1, "", clock.milliseconds())
+            assert await manager.store_offsets("committed", {("t", 0): commit}) == {("t", 0): 0}
+            assert await manager.store_offsets("busy", {("t", 0): commit}) == {("t", 0): 0}
+            for group in ("committed", "idle"):
+                assert c.handle_leave_group(group, [(left[group].member_id, None)])[0] == 0
+            for _ in range(100):
+                if c.group_state("committed") == c.group_state("idle") == "Empty":
+                    break
+                await asyncio.sleep(0.01)
+            assert manager.has_group("idle") and manager.has_group("committed")
+            # before the retention: only the group that never committed goes
+            assert await c.cleanup_group_metadata() == 0
+            assert c.group_state("idle") is None and not manager.has_group("idle")
+            assert c.group_state("committed") == "Empty"
+            clock.sleep(retention + 5_000)  # the group's empty-since stamp is wall time, a little later
+            assert await c.cleanup_group_metadata() == 1
+            assert c.group_state("committed") is None and not manager.has_group("committed")
+            assert c.group_state("busy") == "Stable" and manager.has_offsets("busy")
+            assert sorted(g for g, _, _ in c.list_groups()[1]) == ["busy"]
+            c.shutdown()
+        with LogManager(tmp_path / "data", time=clock) as log_manager:
+            again = GroupMetadataManager(log_manager, num_partitions=1, retention_ms=retention, time=clock)
+            assert sorted(again.load()) == ["busy"]
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))

@@ -174,16 +174,15 @@ class KafkaServer:
                 self._last_flush[partition_log.dir] = now
 
     async def _cleanup_group_metadata(self) -> None:
-        """Expired offsets become tombstones (Kafka's ``GroupMetadataManager.cleanupGroupMetadata``)."""
+        """Expired offsets and dead groups become tombstones (Kafka's ``cleanupGroupMetadata``)."""
         if self.apis is None:
             return
-        manager = self.apis.components.get(GROUP_METADATA_MANAGER)
         coordinator = self.apis.components.get(GROUP_COORDINATOR)
-        if manager is not None:
-            await manager.cleanup_expired_offsets(
-                coordinator.group_state if coordinator is not None else None,
-                coordinator.subscribed_topics if coordinator is not None else None,
-            )
+        manager = self.apis.components.get(GROUP_METADATA_MANAGER)
+        if coordinator is not None:
+            await coordinator.cleanup_group_metadata()
+        elif manager is not None:
+            await manager.cleanup_expired_offsets()
 
     async def _checkpoint(self) -> None:
         assert self.log_manager is not None

@@ -885,6 +885,27 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         return None if group is None else group.subscribed_topics()
 
+    async def cleanup_group_metadata(self) -> int:
+        """Kafka's ``cleanupGroupMetadata``, run every ``offsets.retention.check.interval.ms``: expired
+        offsets become tombstones, then every Empty group left without offsets turns Dead and is
+        forgotten, with a tombstone for its stored metadata. Returns how many offsets expired."""
+        manager = self.manager
+        if manager is None:
+            return 0
+        self._ensure_loaded()
+        removed = int(await manager.cleanup_expired_offsets(self.group_state, self.subscribed_topics))
+        for group_id, group in list(self.groups.items()):
+            if not group.is_state(GroupState.EMPTY) or manager.has_offsets(group_id):
+                continue
+            log.info("Group %s transitioned to Dead in generation %d", group_id, group.generation_id)
+            group.transition_to(GroupState.DEAD)
+            self._cancel_group_timers(group)
+            del self.groups[group_id]
+            # a group that only ever stored offsets (generation 0) has no metadata record to delete
+            if group.generation_id > 0 or manager.has_group(group_id):
+                await manager.delete_group(group_id)
+        return removed
+
     # --- DescribeGroups / ListGroups / DeleteGroups ---
 
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary | None]:

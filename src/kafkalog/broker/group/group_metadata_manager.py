@@ -14,8 +14,9 @@ members expire once the retention has passed since the group became empty (its s
 timestamp), or since the commit for groups that never had members (standalone commits); in a
 ``consumer`` group that is Stable, the offsets of topics no member subscribes to expire once the
 retention has passed since their commit; in any other group nothing expires. A commit made with an
-explicit expire timestamp (OffsetCommit v1) expires then instead, under the same conditions. A group
-left empty with no offsets is deleted (tombstone), as Kafka turns it Dead.
+explicit expire timestamp (OffsetCommit v1) expires then instead, under the same conditions. The
+coordinator's periodic cleanup (``GroupCoordinator.cleanup_group_metadata``) then turns a group left
+Empty with no offsets Dead and tombstones its metadata, as Kafka does.
 
 Everything runs on the broker's event loop, the only thread that appends to logs.
 """
@@ -185,6 +186,10 @@ class GroupMetadataManager:
 
     def has_offsets(self, group_id: str) -> bool:
         return bool(self._offsets.get(group_id))
+
+    def has_group(self, group_id: str) -> bool:
+        """Whether the group's metadata is stored (a record not yet deleted)."""
+        return group_id in self._groups
 
     def group_ids_with_offsets(self) -> set[str]:
         return {g for g, offsets in self._offsets.items() if offsets}
