@@ -117,3 +117,27 @@ def test_write_stream_copies_a_topic(spark, tmp_path):
     dst = spark_rows(read(spark, data, subscribe="dst", includeHeaders="true"))
     assert len(dst) == len(src) == 150
     assert sorted(repr(r[5:]) for r in dst) == sorted(repr(r[5:]) for r in src)
+
+
+def test_output_mode_complete_appends_every_epoch(spark, tmp_path):
+    """Spark's Kafka sink accepts outputMode complete and ignores the truncation it implies (a
+    topic cannot be truncated): every epoch appends the whole result table."""
+    data = tmp_path / "data"
+    data.mkdir()
+    build_topic(data, "src", 1, 5, 20, headers=False)
+    with LogManager(data) as lm:
+        lm.create_topic("counts", 1)
+    counts = (spark.readStream.format("kafkalog").option("subscribe", "src")
+              .option("startingOffsets", "earliest").load(str(data))
+              .groupBy("key").count().selectExpr("key", "CAST(count AS STRING) AS value"))
+    query = (counts.writeStream.format("kafkalog").outputMode("complete").option("topic", "counts")
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True)
+             .start(str(data)))
+    query.awaitTermination(180)
+    query.stop()
+    src = spark_rows(read(spark, data, subscribe="src"))
+    expected_counts: dict[bytes, int] = {}
+    for row in src:
+        expected_counts[row[5]] = expected_counts.get(row[5], 0) + 1
+    written = {r[5]: int(r[6]) for r in spark_rows(read(spark, data, subscribe="counts"))}
+    assert written == expected_counts and len(written) > 1

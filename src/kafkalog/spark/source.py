@@ -93,9 +93,8 @@ class KafkaLogDataSource(DataSource):
     def streamWriter(self, schema, overwrite: bool) -> DataSourceStreamWriter:
         from kafkalog.spark.writer import KafkaLogStreamWriter, prepare_write
 
-        if overwrite:
-            raise InvalidConfigError(
-                "Output mode complete is not allowed for kafkalog: use outputMode('append')"
-            )
+        # Output mode complete asks the sink to truncate first; a log cannot be, and Spark's Kafka
+        # sink ignores the request too (its truncate() is a no-op): each epoch appends every row.
+        del overwrite
         opts = parse_sink_options(self.options)
         return KafkaLogStreamWriter(opts, prepare_write(opts, schema))
