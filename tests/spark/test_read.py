@@ -162,8 +162,12 @@ def test_assign_and_subscribe_pattern(spark, data_dir):
     assert {r[0] for r in spark_rows(df)} == {"s1", "s2", "s3"}
     expected = log_rows(data_dir, "s1") + log_rows(data_dir, "s2") + log_rows(data_dir, "s3")
     assert spark_rows(df) == sorted(expected)
-    with pytest.raises(PySparkException, match="events-7 does not exist"):
-        read(spark, data_dir, assign='{"events":[7]}').count()
+    # Spark's AssignStrategy: assigned partitions that do not exist are skipped; a missing topic fails
+    assert spark_rows(read(spark, data_dir, assign='{"events":[0,7]}', includeHeaders="true")) == [
+        r for r in all_rows if r[1] == 0]
+    assert read(spark, data_dir, assign='{"events":[7]}').count() == 0
+    with pytest.raises(PySparkException, match="topic 'nosuch' does not exist"):
+        read(spark, data_dir, assign='{"nosuch":[0]}').count()
     assert read(spark, data_dir, subscribe="nosuchtopic").count() == 0
 
 

@@ -18,6 +18,7 @@ reads through the filesystem it gets.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from kafkalog.storage.log import Log
 
 __all__ = ["TopicCatalog", "data_location", "open_partition"]
+
+log = logging.getLogger(__name__)
 
 
 def data_location(path: str, fs_options: Mapping[str, str] | tuple[tuple[str, str], ...] = ()
@@ -94,15 +97,21 @@ class TopicCatalog:
         """The existing topic-partitions a subscription covers, sorted.
 
         ``subscribe``/``subscribePattern`` of a topic that does not exist yields nothing (as a Kafka
-        consumer subscribing to it would see); ``assign`` of a missing partition is an error.
+        consumer subscribing to it would see). ``assign`` is Spark's ``AssignStrategy``: the named
+        partitions that exist (a missing one is skipped, with a warning: it may be created later),
+        and a topic that does not exist is an error (Spark's admin client fails to describe it).
         """
         if subscription.kind == "assign":
-            for t, p in subscription.assigned:
-                if p not in self._layout.get(t, ()):
+            for t in dict.fromkeys(t for t, _ in subscription.assigned):
+                if t not in self._layout:
                     raise UnknownTopicOrPartitionError(
-                        f"kafkalog option 'assign': topic-partition {t}-{p} does not exist in {self.path}"
-                    )
-            return sorted(subscription.assigned)
+                        f"kafkalog option 'assign': topic {t!r} does not exist in {self.path}")
+            missing = [(t, p) for t, p in subscription.assigned if p not in self._layout[t]]
+            if missing:
+                log.warning("kafkalog option 'assign': %s %s not exist in %s; skipped",
+                            ", ".join(f"{t}-{p}" for t, p in missing),
+                            "does" if len(missing) == 1 else "do", self.path)
+            return sorted(tp for tp in subscription.assigned if tp not in missing)
         return [(t, p) for t, ps in self._layout.items() if subscription.matches(t) for p in ps]
 
     def log(self, tp: TopicPartition) -> Log:
