@@ -73,11 +73,20 @@ def test_batch_errors_name_the_option(base, extra, needle):
         parse({**base, **extra})
 
 
-@pytest.mark.parametrize("key", ["endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"])
-def test_ending_options_rejected_in_streams(base, key):
-    value = '{"t":{"0":5}}' if key.endswith("ByTimestamp") or key == "endingOffsets" else "5"
-    with pytest.raises(InvalidConfigError, match=key):
-        parse({**base, key: value}, streaming=True)
+@pytest.mark.parametrize(("key", "message"), [
+    ("endingOffsets", "ending offset not valid in streaming"),
+    ("endingOffsetsByTimestamp", "ending timestamp not valid in streaming"),
+])
+def test_ending_options_rejected_in_streams(base, key, message):
+    with pytest.raises(InvalidConfigError, match=f"'{key}': {message}"):
+        parse({**base, key: '{"t":{"0":5}}'}, streaming=True)
+
+
+def test_ending_timestamp_is_ignored_in_streams_as_spark_does(base, caplog):
+    with caplog.at_level("WARNING"):
+        s = parse({**base, "endingTimestamp": "5"}, streaming=True)
+    assert s.ending == parse(base, streaming=True).ending
+    assert "'endingTimestamp' is ignored in streaming queries" in caplog.text
 
 
 def test_bad_pattern(tmp_path):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ __all__ = [
     "user_errors",
     "user_errors_iter",
 ]
+
+log = logging.getLogger(__name__)
 
 # Kafka's special offsets in per-partition JSON (KafkaOffsetRangeLimit.LATEST/EARLIEST).
 LATEST = -1
@@ -483,9 +486,16 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     on_no_match: Literal["error", "latest"] = "error" if strategy_raw == "error" else "latest"
 
     if streaming is True:
-        for key in (ENDING_OFFSETS, ENDING_OFFSETS_BY_TIMESTAMP, ENDING_TIMESTAMP):
-            if key.lower() in opts:
-                raise _err(key, "ending offset not valid in streaming queries (a stream has no end)")
+        # Spark's validateStreamOptions refuses these two and lets endingTimestamp pass unread.
+        if ENDING_OFFSETS.lower() in opts:
+            raise _err(ENDING_OFFSETS, "ending offset not valid in streaming queries (a stream has no end)")
+        if ENDING_OFFSETS_BY_TIMESTAMP.lower() in opts:
+            raise _err(ENDING_OFFSETS_BY_TIMESTAMP,
+                       "ending timestamp not valid in streaming queries (a stream has no end)")
+        if ENDING_TIMESTAMP.lower() in opts:
+            log.warning("kafkalog option '%s' is ignored in streaming queries (a stream has no end), "
+                        "as Spark's Kafka source ignores it", ENDING_TIMESTAMP)
+            opts = {k: v for k, v in opts.items() if k != ENDING_TIMESTAMP.lower()}
     starting = _range_limit(opts, STARTING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP, STARTING_OFFSETS,
                             LATEST_LIMIT if streaming else EARLIEST_LIMIT, on_no_match)
     ending = _range_limit(opts, ENDING_TIMESTAMP, ENDING_OFFSETS_BY_TIMESTAMP, ENDING_OFFSETS,
