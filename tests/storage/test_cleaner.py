@@ -278,3 +278,51 @@ def test_an_aborted_clean_leaves_every_group_whole(tmp_path: Path) -> None:
         log.close()
         assert not [p.name for p in (work / "topic-0").iterdir() if p.suffix in (".cleaned", ".swap")]
         assert verify_data_dir(work).ok
+
+
+def test_groups_cleaned_while_a_swap_is_slow_go_in_together(tmp_path: Path) -> None:
+    """When the swaps fall behind, the groups waiting go in with one replace_segments (one directory
+    fsync), all or none; the log, and a reopened one, hold each key's latest value."""
+    import threading
+
+    from kafkalog.storage.cleaner.cleaner import Cleaner
+    from kafkalog.storage.cleaner.log_to_clean import LogToClean
+    from kafkalog.storage.cleaner.offset_map import OffsetMap
+
+    cfg = config(cleanup_policy="compact", segment_bytes=2000)
+    log = compacted_log(tmp_path, segment_bytes=2000)
+    for i in range(300):
+        append(log, [(f"k{i % 40}".encode(), f"v{i}".encode())])
+    log.roll()
+    expected = {r.key: r.value for r in all_records(log)}
+    cleaner = Cleaner(OffsetMap(24 * 1000), io_buffer_size=1024)
+    all_cleaned = threading.Event()
+    clean_segments, replace = cleaner.clean_segments, log.replace_segments
+    groups_left = len(group_segments_by_size(log.segments.values(0, log.active_segment.base_offset),
+                                             2000, cfg.segment_index_bytes, log.active_segment.base_offset))
+    calls: list[tuple[int, int]] = []
+
+    def counting_clean(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal groups_left
+        cleaned = clean_segments(*args, **kwargs)
+        groups_left -= 1
+        if groups_left == 0:
+            all_cleaned.set()
+        return cleaned
+
+    def slow_replace(new, old):  # type: ignore[no-untyped-def]
+        assert all_cleaned.wait(30)  # the first swap waits until every group is cleaned
+        calls.append((len(new), len(old)))
+        return replace(new, old)
+
+    cleaner.clean_segments = counting_clean  # type: ignore[method-assign]
+    log.replace_segments = slow_replace  # type: ignore[method-assign]
+    cleaner.clean(LogToClean("topic", 0, log, 0, log.active_segment.base_offset))
+    assert max(n for n, _ in calls) > 1  # the first call takes what was ready as it started
+    assert sum(n for n, _ in calls) == len(log.segments.values(0, log.active_segment.base_offset))
+    assert {r.key: r.value for r in all_records(log)} == expected
+    log.close()
+    assert not [p.name for p in log.dir.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")]
+    with Log.open(log.dir, cfg) as reopened:
+        assert {r.key: r.value for r in all_records(reopened)} == expected
+    assert verify_data_dir(tmp_path).ok

@@ -1027,7 +1027,8 @@ class Log:
         2. they replace the old ones in the segment map, and the old ones are renamed ``.deleted``
            and deleted after ``file.delete.delay.ms`` (a crash here: the loader deletes whatever old
            segment files the swap segments cover and renames the swaps);
-        3. the ``.swap`` suffixes are dropped and the directory is fsynced.
+        3. the ``.swap`` suffixes are dropped and the directory is fsynced -- once, as Kafka's
+           ``replaceSegments`` does (journaling filesystems write the renames in their order).
 
         Old segments no longer in the log (deleted by retention meanwhile) are skipped. Returns the
         old segments that were deleted without a new segment of the same base offset.
@@ -1048,15 +1049,16 @@ class Log:
             active = self._segments.active_segment
             if any(s is active for s in old_sorted):
                 raise IllegalArgumentError(f"The active segment of {self._dir.name} cannot be replaced")
+            # Highest first: a crash in between leaves .cleaned files below every .swap file, and the
+            # loader then drops the swaps (KAFKA-6264), so several new segments go in all or none.
             for segment in reversed(new_sorted):
                 segment.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
-            fsync_directory(self._dir)
             for segment in reversed(new_sorted):
                 self._segments.add(segment)
             new_bases = {s.base_offset for s in new_sorted}
             deleted_not_replaced = []
             for segment in old_sorted:
-                if segment.base_offset != new_sorted[0].base_offset:
+                if segment.base_offset not in new_bases:  # else the new segment took its place
                     self._segments.remove(segment.base_offset)
                 segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
                 self._pending_deletes.append(

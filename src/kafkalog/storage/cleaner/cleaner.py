@@ -260,6 +260,7 @@ class Cleaner:
         # later swap.
         stop = threading.Event()
         swaps: list[Future[None]] = []
+        ready: deque[tuple[LogSegment, list[LogSegment]]] = deque()
         # Producers' last batches as the round starts: a producer's append meanwhile goes to the
         # active segment, and only keeps a batch of the cleaned range that could have gone.
         last_records = target.last_records_of_active_producers()
@@ -269,7 +270,8 @@ class Cleaner:
                 cleaned = self.clean_segments(target, group, self.offset_map, current_time, stats,
                                               transaction_metadata, legacy_delete_horizon_ms, upper_bound,
                                               last_records)
-                swaps.append(helper.submit(self._swap_in, target, cleaned, group, stop))
+                ready.append((cleaned, group))
+                swaps.append(helper.submit(self._swap_in, target, ready, stop))
             futures.wait(swaps)
             _raise_first_failure(swaps)
         except BaseException:
@@ -507,28 +509,38 @@ class Cleaner:
             cleaned.delete_if_exists()
             raise
 
-    def _swap_in(self, target: Log, segment: LogSegment, group: list[LogSegment],
+    def _swap_in(self, target: Log, ready: deque[tuple[LogSegment, list[LogSegment]]],
                  stop: threading.Event) -> None:
-        """Flush a cleaned segment and swap it in for its group (``Log.replace_segments``), unless
-        ``stop`` is set: then, or if this fails, the cleaned files go and the group stands."""
+        """Seal and flush every cleaned segment waiting in ``ready`` and swap them in for their
+        groups with one ``Log.replace_segments`` (all or none, as for Kafka's split segments): when
+        the swaps fall behind the cleaning, the directory is fsynced once for several groups.
+        Unless ``stop`` is set: then, or if this fails, the cleaned files go and the groups stand."""
+        taken: list[tuple[LogSegment, list[LogSegment]]] = []
+        while ready:
+            taken.append(ready.popleft())  # an earlier call may have taken them all
+        if not taken:
+            return
         try:
             if stop.is_set():
-                raise LogCleaningAbortedError(f"Not swapping in cleaned segment {segment.base_offset}: "
+                raise LogCleaningAbortedError(f"Not swapping in cleaned segments of {target.dir.name}: "
                                               "cleaning of this log stopped")
-            segment.on_become_inactive_segment()
-            segment.flush()
-            segment.set_last_modified(group[-1].last_modified)
+            for segment, group in taken:
+                segment.on_become_inactive_segment()
+                segment.flush()
+                segment.set_last_modified(group[-1].last_modified)
             self._check_done(target.dir.name)
             if stop.is_set():
-                raise LogCleaningAbortedError(f"Not swapping in cleaned segment {segment.base_offset}: "
+                raise LogCleaningAbortedError(f"Not swapping in cleaned segments of {target.dir.name}: "
                                               "cleaning of this log stopped")
-            log.info("Swapping in cleaned segment %d for %d segment(s) of %s", segment.base_offset,
-                     len(group), target.dir.name)
-            target.replace_segments([segment], group)
+            for segment, group in taken:
+                log.info("Swapping in cleaned segment %d for %d segment(s) of %s", segment.base_offset,
+                         len(group), target.dir.name)
+            target.replace_segments([s for s, _ in taken], [old for _, group in taken for old in group])
         except BaseException:
             stop.set()
-            segment.close()
-            segment.delete_if_exists()
+            for segment, _ in taken:
+                segment.close()
+                segment.delete_if_exists()
             raise
 
     def clean_into(self, target: Log, source: FileRecords, dest: LogSegment, offset_map: OffsetMap,
