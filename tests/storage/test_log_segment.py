@@ -529,6 +529,27 @@ def test_should_roll_on_time_index_full_and_wall_clock(tmp_path: Path) -> None:
         seg.close()
 
 
+def test_an_empty_segment_becomes_inactive_with_empty_indexes_never_mapped(tmp_path: Path) -> None:
+    """What the cleaner's emptied segments do: the indexes end as empty files (Kafka creates them
+    preallocated and trims them to nothing), created directly; a later use maps them as any other."""
+    seg = LogSegment.open(tmp_path, 0, max_index_size=1024)
+    try:
+        seg.on_become_inactive_segment()
+        seg.flush()
+        assert not seg._lazy_offset_index.is_loaded and not seg._lazy_time_index.is_loaded
+        assert seg.offset_index_file.stat().st_size == 0 and seg.time_index_file.stat().st_size == 0
+        seg.on_become_inactive_segment()  # idempotent: the files exist now, and are loaded to trim
+        assert seg.offset_index.entries == 0 and seg.time_index.entries == 0
+        assert seg.offset_index_file.stat().st_size == 0 and seg.time_index_file.stat().st_size == 0
+    finally:
+        seg.close()
+    reopened = LogSegment.open(tmp_path, 0, max_index_size=1024, file_already_exists=True)
+    try:
+        assert reopened.size_in_bytes == 0 and reopened.offset_index.entries == 0
+    finally:
+        reopened.close()
+
+
 def test_on_become_inactive_segment_trims_and_writes_final_time_entry(tmp_path: Path) -> None:
     seg = LogSegment.open(tmp_path, 0, index_interval_bytes=10_000, max_index_size=1024,
                           init_file_size=1 << 20, preallocate=True)

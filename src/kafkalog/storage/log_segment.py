@@ -192,6 +192,27 @@ class LazyIndex(Generic[I]):
                 self._index = loaded
             return self._index
 
+    def flush(self) -> None:
+        """Flush the index if it is loaded: one never loaded was never written here."""
+        index = self._index
+        if index is not None:
+            index.flush()
+
+    def trim_to_valid_size(self) -> None:
+        """The index's ``trim_to_valid_size``. One never loaded whose file does not exist yet holds no
+        entry: its trimmed form, an empty file, is created as it is, not preallocated, mapped and
+        cut back as loading and trimming it would."""
+        with self._lock:
+            if self._index is None:
+                try:
+                    fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    pass  # its entries are in the file: load it and trim
+                else:
+                    os.close(fd)
+                    return
+        self.get().trim_to_valid_size()
+
     def rename_to(self, path: Path) -> None:
         with self._lock:
             if self._index is not None:
@@ -641,10 +662,11 @@ class LogSegment:
     def on_become_inactive_segment(self) -> None:
         """At roll: write the final time-index entry and trim both indexes and the ``.log``."""
         self._check_writable()
-        known = self.read_max_timestamp_and_offset_so_far()
-        self.time_index.maybe_append(known.timestamp, known.offset, skip_full_check=True)
-        self.offset_index.trim_to_valid_size()
-        self.time_index.trim_to_valid_size()
+        if self._log.size_in_bytes:  # an empty segment has no entry to write (nor indexes to map)
+            known = self.read_max_timestamp_and_offset_so_far()
+            self.time_index.maybe_append(known.timestamp, known.offset, skip_full_check=True)
+        self._lazy_offset_index.trim_to_valid_size()
+        self._lazy_time_index.trim_to_valid_size()
         self._log.trim()
 
     def resize_indexes(self, size: int) -> None:
@@ -757,8 +779,8 @@ class LogSegment:
         if self._read_only:
             return
         self._log.flush()
-        self.offset_index.flush()
-        self.time_index.flush()
+        self._lazy_offset_index.flush()
+        self._lazy_time_index.flush()
         self._txn_index.flush()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
