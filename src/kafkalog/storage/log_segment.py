@@ -208,6 +208,8 @@ class LazyIndex(Generic[I]):
                     fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
                 except FileExistsError:
                     pass  # its entries are in the file: load it and trim
+                except OSError as e:
+                    raise KafkaStorageError(f"Cannot create index {self._path}: {e}") from e
                 else:
                     os.close(fd)
                     return
