@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kafkalog.clock import MockTime
 from kafkalog.records import MemoryRecords, SimpleRecord
-from kafkalog.records.types import CompressionType, Header
+from kafkalog.records.types import CompressionType, Header, TimestampType
 from kafkalog.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
 from kafkalog.storage.cleaner.cleaner import group_segments_by_size
 from kafkalog.storage.log import FetchIsolation, Log
@@ -325,4 +325,33 @@ def test_groups_cleaned_while_a_swap_is_slow_go_in_together(tmp_path: Path) -> N
     assert not [p.name for p in log.dir.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")]
     with Log.open(log.dir, cfg) as reopened:
         assert {r.key: r.value for r in all_records(reopened)} == expected
+    assert verify_data_dir(tmp_path).ok
+
+
+def test_legacy_messages_are_rewritten_as_v2_batches(tmp_path: Path) -> None:
+    """Kafka 4 (KIP-724, KAFKA-13093) writes every cleaned batch as v2: a v0/v1 message set becomes a
+    v2 batch of its kept records (first kept offset to last, same codec, no producer), v0's missing
+    timestamps stay -1 under CreateTime, v1's are kept; the records keep their offsets."""
+    log = compacted_log(tmp_path)
+
+    def legacy(magic: int, codec: CompressionType, base: int, *records: SimpleRecord) -> None:
+        log.append_as_follower(MemoryRecords.with_records(magic, codec, list(records), base))
+
+    legacy(1, CompressionType.GZIP, 0,
+           SimpleRecord(b"a1", b"a", 1000), SimpleRecord(b"b1", b"b", 1001), SimpleRecord(b"c1", b"c", 1002))
+    legacy(0, CompressionType.NONE, 3, SimpleRecord(b"d0", b"d"))
+    legacy(1, CompressionType.NONE, 4, SimpleRecord(b"a2", b"a", 1004))
+    log.roll()
+    clean(log)
+    batches = list(log.batches(0, isolation=FetchIsolation.LOG_END))
+    assert [b.magic for b in batches] == [2, 2, 2]
+    first, v0, last = batches
+    assert (first.base_offset, first.last_offset, first.compression_type) == (1, 2, CompressionType.GZIP)
+    assert [(r.offset, r.key, r.timestamp) for r in first.records()] == [(1, b"b", 1001), (2, b"c", 1002)]
+    assert (v0.base_offset, v0.timestamp_type, v0.max_timestamp) == (3, TimestampType.CREATE_TIME, -1)
+    assert v0.producer_id == -1
+    assert [(r.offset, r.value, r.timestamp) for r in v0.records()] == [(3, b"d0", -1)]
+    assert [(r.offset, r.value, r.timestamp) for r in last.records()] == [(4, b"a2", 1004)]
+    assert all(b.is_valid() for b in batches)
+    log.close()
     assert verify_data_dir(tmp_path).ok

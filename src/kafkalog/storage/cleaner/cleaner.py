@@ -13,11 +13,12 @@ One cleaning round of a log:
    batch, the records that are the latest of their key (or past the mapped range), tombstones
    until their delete horizon, and what transactions and producer state need (see
    :meth:`Cleaner._check_batch_retention`). Records keep their offsets, timestamps and headers; a
-   batch whose records all stay is copied byte for byte, and one the map pass saw none of whose
-   records stays is dropped from its :class:`BatchDirectory` entry without being read again. The
-   new segment is sealed, flushed and swapped in with :meth:`Log.replace_segments` (``.cleaned``
-   -> ``.swap`` -> old ones ``.deleted`` -> swap suffix dropped) on a helper thread, group after
-   group, while the next group is cleaned; a crash
+   v2 batch whose records all stay is copied byte for byte (v0/v1 messages are rewritten as v2
+   batches, as Kafka 4 does), and one the map pass saw none of whose records stays is dropped from
+   its :class:`BatchDirectory` entry without being read again. The new segment is sealed, flushed
+   and swapped in with :meth:`Log.replace_segments` (``.cleaned`` -> ``.swap`` -> old ones
+   ``.deleted`` -> swap suffix dropped) on a helper thread -- the groups cleaned meanwhile
+   together -- while the next group is cleaned; a crash
    at any point leaves what the loader recovers. An abort or error drops the cleaned segments not
    yet swapped in; the groups swapped in before stay cleaned.
 
@@ -704,7 +705,7 @@ class Cleaner:
         if kept is None or kept:
             need_delete_horizon = (batch.magic >= MAGIC_V2 and (contains_tombstones or marker_for_empty_txn)
                                    and not batch.has_delete_horizon)
-            if kept is None and not need_delete_horizon:
+            if kept is None and not need_delete_horizon and batch.magic >= MAGIC_V2:
                 data: bytes | memoryview = batch.buffer
                 chunk.add(data, batch.last_offset, batch.max_timestamp, batch.last_offset)
                 stats.messages_written += n
@@ -738,24 +739,25 @@ class Cleaner:
     @staticmethod
     def _rebuild(batch: RecordBatch, kept: list[RetainedRecord], delete_horizon_ms: int
                  ) -> tuple[bytes, int, int]:
-        """The kept records as a new batch of the same kind: the same base offset, last offset (so the
-        producer's last sequence stays), producer fields, epoch, codec and timestamp type (Kafka's
-        ``buildRetainedRecordsInto``). Returns (bytes, max timestamp, shallow offset of it)."""
-        magic = batch.magic
+        """The kept records as a new v2 batch (Kafka's ``buildRetainedRecordsInto``). A v2 batch keeps
+        its base offset, last offset (so the producer's last sequence stays), producer fields, epoch,
+        codec and timestamp type. A v0/v1 message set becomes a v2 batch, as Kafka 4 writes every
+        cleaned batch (KIP-724, KAFKA-13093): from its first kept offset to its last, same codec, no
+        producer; v0's missing timestamps stay -1 under CreateTime. Returns (bytes, max timestamp,
+        shallow offset of it)."""
         ts_type = batch.timestamp_type
+        if ts_type is TimestampType.NO_TIMESTAMP_TYPE:
+            ts_type = TimestampType.CREATE_TIME  # no log append time can be made up when cleaning
         log_append_time = batch.max_timestamp if ts_type is TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
-        if magic >= MAGIC_V2:
-            builder = MemoryRecordsBuilder(
-                magic, batch.compression_type, ts_type, batch.base_offset, log_append_time,
-                batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.is_transactional,
-                batch.is_control, batch.partition_leader_epoch, delete_horizon_ms=delete_horizon_ms)
-        else:
-            builder = MemoryRecordsBuilder(magic, batch.compression_type, ts_type, kept[0][0],
-                                           log_append_time)
+        base_offset = batch.base_offset if batch.magic >= MAGIC_V2 else kept[0][0]
+        builder = MemoryRecordsBuilder(
+            MAGIC_V2, batch.compression_type, ts_type, base_offset, log_append_time,
+            batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.is_transactional,
+            batch.is_control, batch.partition_leader_epoch, delete_horizon_ms=delete_horizon_ms)
         append = builder.append_retained
         for offset, timestamp, key, value, headers in kept:
             append(offset, timestamp, key, value, headers)
-        if magic >= MAGIC_V2:
+        if batch.magic >= MAGIC_V2:
             builder.override_last_offset(batch.last_offset)
         info = builder.info()
         return builder.build().to_bytes(), info.max_timestamp, info.shallow_offset_of_max_timestamp
