@@ -111,6 +111,9 @@ def test_per_partition_error_codes(broker):
     with _raw.connect(broker.bootstrap_servers) as sock:
         _create(sock, "errs")
         assert _produce(sock, "no-such-topic", _batch(1)).error_code == ErrorCode.unknown_topic_or_partition
+        # only the group coordinator writes to __consumer_offsets (Kafka: "Cannot append to internal topic")
+        internal = _produce(sock, "__consumer_offsets", _batch(1))
+        assert internal.error_code == ErrorCode.invalid_topic_exception
         assert _produce(sock, "errs", _batch(1, size=5000)).error_code == ErrorCode.message_too_large
         corrupt = bytearray(_batch(2))
         corrupt[-1] ^= 0xFF

@@ -208,3 +208,16 @@ def test_errors_are_one_clear_message(spark, data_dir):
     with pytest.raises(PySparkException, match="fixed schema"):
         spark.read.format("kafkalog").schema(StructType([StructField("value", StringType())])) \
             .option("subscribe", "events").load(str(data_dir)).count()
+
+
+def test_internal_topics_are_never_read(spark, tmp_path):
+    """Spark's Kafka source (admin client, Spark 3.4+) drops internal topics from every subscription:
+    subscribe and assign naming __consumer_offsets read nothing, a pattern does not match it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    build_topic(data, "__consumer_offsets", 1, 1, 5, headers=False)
+    build_topic(data, "t", 1, 1, 5, headers=False)
+    assert read(spark, data, subscribe="__consumer_offsets").count() == 0
+    assert read(spark, data, assign='{"__consumer_offsets":[0]}').count() == 0
+    assert read(spark, data, subscribe="__consumer_offsets,t").count() == 5
+    assert {r.topic for r in read(spark, data, subscribePattern=".*").select("topic").collect()} == {"t"}

@@ -100,9 +100,18 @@ class TopicCatalog:
         consumer subscribing to it would see). ``assign`` is Spark's ``AssignStrategy``: the named
         partitions that exist (a missing one is skipped, with a warning: it may be created later),
         and a topic that does not exist is an error (Spark's admin client fails to describe it).
+        Kafka's internal topics (``__consumer_offsets`` ...) are never read, as Spark drops them
+        from every subscription; naming one gets a warning.
         """
+        named = (subscription.topics if subscription.kind == "subscribe"
+                 else tuple(dict.fromkeys(t for t, _ in subscription.assigned)))
+        internal = [t for t in named if not subscription.matches(t) and t in self._layout]
+        if internal:
+            log.warning("kafkalog: %s not read: Kafka's internal topics are left out of every "
+                        "subscription, as Spark's Kafka source leaves them out",
+                        ", ".join(repr(t) for t in internal))
         if subscription.kind == "assign":
-            for t in dict.fromkeys(t for t, _ in subscription.assigned):
+            for t in named:
                 if t not in self._layout:
                     raise UnknownTopicOrPartitionError(
                         f"kafkalog option 'assign': topic {t!r} does not exist in {self.path}")
@@ -111,7 +120,8 @@ class TopicCatalog:
                 log.warning("kafkalog option 'assign': %s %s not exist in %s; skipped",
                             ", ".join(f"{t}-{p}" for t, p in missing),
                             "does" if len(missing) == 1 else "do", self.path)
-            return sorted(tp for tp in subscription.assigned if tp not in missing)
+            return sorted(tp for tp in subscription.assigned
+                          if tp not in missing and subscription.matches(tp[0]))
         return [(t, p) for t, ps in self._layout.items() if subscription.matches(t) for p in ps]
 
     def log(self, tp: TopicPartition) -> Log:

@@ -170,13 +170,14 @@ class Subscription:
     assigned: tuple[TopicPartition, ...] = ()
 
     def matches(self, topic: str) -> bool:
-        """Whether a topic of the data directory belongs to the subscription."""
+        """Whether a topic of the data directory belongs to the subscription. Kafka's internal topics
+        never do: Spark (since 3.4, through the admin client) drops them from every subscription."""
+        if topic in INTERNAL_TOPICS:
+            return False
         if self.kind == SUBSCRIBE_PATTERN:
             assert self.pattern is not None
-            # Spark (since 3.4, topics listed through the admin client) keeps a topic when the
-            # pattern is found anywhere in its name (Regex.findFirstIn), and the admin client does
-            # not list internal topics.
-            return topic not in INTERNAL_TOPICS and re.search(self.pattern, topic) is not None
+            # Spark keeps a topic when the pattern is found anywhere in its name (Regex.findFirstIn).
+            return re.search(self.pattern, topic) is not None
         if self.kind == SUBSCRIBE:
             return topic in self.topics
         return any(t == topic for t, _ in self.assigned)
