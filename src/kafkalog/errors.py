@@ -113,7 +113,8 @@ class IllegalIndexOperationError(KafkaLogError):
 
 
 class InvalidTopicError(InvalidConfigError):
-    """A topic name Kafka would reject (empty, '.', '..', too long, characters outside [a-zA-Z0-9._-])."""
+    """A topic name Kafka would reject (empty, '.', '..', too long, characters outside [a-zA-Z0-9._-]), or
+    an internal topic a client appends to (both Kafka's InvalidTopicException)."""
 
 
 class CorruptSnapshotError(KafkaStorageError):

@@ -256,3 +256,15 @@ def test_creation_waits_for_appends_with_a_bound(data_dir: Path) -> None:
     assert config.segment_bytes > 0
     assert partitions == 2 and list_partitions(data_dir, "other") == [0, 1]
     assert create_topic_if_missing(data_dir, "other", 5)[1] == 2  # an existing topic is left as it is
+
+
+def test_clients_may_not_append_to_internal_topics(data_dir: Path) -> None:
+    """The appender's writers (``kafkalog produce``, the Spark sink) are clients: like Kafka's broker,
+    it refuses their appends to ``__consumer_offsets``, with one clear error and nothing written."""
+    with LogManager(data_dir) as manager:
+        manager.create_topic("__consumer_offsets", 1)
+    with pytest.raises(InvalidTopicError, match="Cannot append to internal topic __consumer_offsets"), \
+            open_log_for_append(data_dir, "__consumer_offsets", 0):
+        pass
+    with LogManager(data_dir) as manager:
+        assert manager.get_log("__consumer_offsets", 0).log_end_offset == 0
