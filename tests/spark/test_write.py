@@ -112,6 +112,9 @@ def test_schema_and_topic_errors(spark, tmp_path):
         write(df, tmp_path, topic="t")
     with pytest.raises(PySparkException, match="required column 'value' not found"):
         write(df.select("key"), tmp_path, topic="t")
+    # Spark's KafkaWriter matches column names exactly: "Value" is not the value
+    with pytest.raises(PySparkException, match=r"not found .*case-sensitive"):
+        write(df.selectExpr("value AS Value"), tmp_path, topic="t")
     with pytest.raises(PySparkException, match="topic not specified"):
         write(df.select("value"), tmp_path)
     with pytest.raises(PySparkException, match="topic 'nope' does not exist"):

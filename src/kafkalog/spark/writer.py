@@ -96,7 +96,9 @@ def validate_write_schema(schema: Any, opts: SinkOptions) -> WriteSchema:
         TimestampType as SparkTimestamp,
     )
 
-    fields = {f.name.lower(): f for f in schema.fields}
+    # Exact names, as Spark's KafkaWriter finds them (`_.name == "value"`): a column "Value" is not
+    # the value (nor "Key" the key), whatever spark.sql.caseSensitive says.
+    fields = {f.name: f for f in schema.fields}
 
     def check(name: str, allowed: tuple, expected: str) -> bool:
         f = fields.get(name)
@@ -109,9 +111,11 @@ def validate_write_schema(schema: Any, opts: SinkOptions) -> WriteSchema:
         return True
 
     if not check("value", (BinaryType, StringType), "string or binary"):
+        hint = ("; column names are case-sensitive, as in Spark's Kafka sink"
+                if any(f.name.lower() == "value" for f in schema.fields) else "")
         raise InvalidConfigError(
             "kafkalog sink: required column 'value' not found (columns: "
-            f"{', '.join(f.name for f in schema.fields)})"
+            f"{', '.join(f.name for f in schema.fields)}){hint}"
         )
     has_key = check("key", (BinaryType, StringType), "string or binary")
     has_topic = check("topic", (StringType,), "string")
@@ -237,7 +241,7 @@ class _WriteTask:
         n = rb.num_rows
         if n == 0:
             return
-        names = {name.lower(): i for i, name in enumerate(rb.schema.names)}
+        names = {name: i for i, name in enumerate(rb.schema.names)}
 
         def column(name: str) -> pa.Array:
             # Only columns the layout says are there are asked for.
