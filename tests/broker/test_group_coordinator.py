@@ -450,3 +450,29 @@ def test_initial_delay_is_whole_and_extended_for_a_group_rejoining_from_empty():
         assert len(leader.members) == 3
 
     run(main())
+
+
+def test_a_new_member_whose_join_waits_too_long_is_removed():
+    """Kafka's NewMemberJoinTimeoutMs: a new member parked in a rebalance that outlasts it is removed
+    and answered UNKNOWN_MEMBER_ID (it may join again); members that had joined before are not."""
+    config = GroupConfig(min_session_timeout_ms=10, max_session_timeout_ms=60000,
+                         initial_rebalance_delay_ms=0,
+                         new_member_join_timeout_ms=200)
+
+    async def main():
+        c = GroupCoordinator(config)
+        loop = asyncio.get_running_loop()
+        a = await join_new(c, rebalance_ms=5000, session_ms=5000)
+        await sync(c, a, {a.member_id: b"A"})
+        first = await join(c, rebalance_ms=5000, session_ms=5000)
+        assert first.error == E.member_id_required
+        started = loop.time()
+        # a's rejoin is awaited for up to its rebalance timeout; the newcomer's join times out first
+        b = await join(c, first.member_id, rebalance_ms=5000, session_ms=5000)
+        assert b.error == E.unknown_member_id and 0.15 <= loop.time() - started < 2
+        assert first.member_id not in c.groups["g"].members and a.member_id in c.groups["g"].members
+        assert c.group_state("g") == "PreparingRebalance"
+        again = await join(c, a.member_id, rebalance_ms=5000, session_ms=5000)  # a rejoins: done
+        assert again.error == 0 and again.members == ((a.member_id, None, b"sub-range"),)
+
+    run(main())

@@ -33,6 +33,10 @@ __all__ = ["GroupConfig", "GroupCoordinator", "GroupSummary", "MemberSummary"]
 log = logging.getLogger(__name__)
 
 NONE = int(ErrorCode.none)
+# How long a new member's first JoinGroup may wait in a rebalance (Kafka's NewMemberJoinTimeoutMs):
+# its session timeout cannot apply -- it sends no heartbeats yet -- and a client that gave up and
+# retried would otherwise leave a defunct member in the group until the rebalance ends.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 _E = ErrorCode
 
 
@@ -44,6 +48,7 @@ class GroupConfig:
     max_session_timeout_ms: int = 1800000
     initial_rebalance_delay_ms: int = 3000
     max_size: int = 2**31 - 1
+    new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
 
     @classmethod
     def from_kafka_config(cls, config: Any) -> GroupConfig:
@@ -383,7 +388,7 @@ class GroupCoordinator:
         member.awaiting_join = asyncio.get_running_loop().create_future()
         future = member.awaiting_join
         group.add(member)
-        self._schedule_heartbeat(group, member)
+        self._schedule_heartbeat(group, member, self.config.new_member_join_timeout_ms)
         self._maybe_prepare_rebalance(group, f"Adding new member {member.member_id}")
         self._check_join(group)
         return future
@@ -780,13 +785,16 @@ class GroupCoordinator:
 
     # --- session timers ---
 
-    def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
-        """(Re)start the member's session timer (Kafka's ``completeAndScheduleNextHeartbeatExpiration``)."""
+    def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata,
+                            timeout_ms: int | None = None) -> None:
+        """(Re)start the member's session timer (Kafka's ``completeAndScheduleNextHeartbeatExpiration``),
+        or a timer of ``timeout_ms``."""
         self._cancel_heartbeat(member)
         if not self._active:
             return
+        timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
         member.heartbeat_timer = asyncio.get_running_loop().call_later(
-            member.session_timeout_ms / 1000, lambda: self._on_heartbeat_expired(group, member)
+            timeout / 1000, lambda: self._on_heartbeat_expired(group, member)
         )
 
     @staticmethod
@@ -799,8 +807,10 @@ class GroupCoordinator:
         member.heartbeat_timer = None
         if group.members.get(member.member_id) is not member:
             return
-        if member.is_awaiting_join or member.is_awaiting_sync:
-            # a member parked in a rebalance is alive; the rebalance's own timers bound it
+        if (member.is_awaiting_join or member.is_awaiting_sync) and not member.is_new:
+            # a member parked in a rebalance is alive; the rebalance's own timers bound it -- except
+            # a new one whose first join outlived NEW_MEMBER_JOIN_TIMEOUT_MS (Kafka's
+            # hasSatisfiedHeartbeat): it goes, answered UNKNOWN_MEMBER_ID, and may join again
             self._schedule_heartbeat(group, member)
             return
         log.info(
