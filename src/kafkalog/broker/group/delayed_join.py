@@ -3,9 +3,9 @@ as ``loop.call_later`` handles: every parked JoinGroup/SyncGroup is answered by 
 
 - ``DelayedJoin``: the join phase ends when every known member has rejoined, or after the group's
   rebalance timeout (then the members that did not rejoin are dropped).
-- ``InitialDelayedJoin``: the first rebalance of an Empty group waits
-  ``group.initial.rebalance.delay.ms`` and again for as long as new members keep arriving, never
-  longer than the rebalance timeout in all, so that consumers started together land in one generation.
+- ``InitialDelayedJoin``: a rebalance out of Empty waits the whole ``group.initial.rebalance.delay.ms``
+  and again for as long as new members keep arriving, in all at most the larger of that delay and the
+  rebalance timeout, so that consumers started together land in one generation.
 """
 
 from __future__ import annotations
