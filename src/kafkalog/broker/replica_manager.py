@@ -23,7 +23,7 @@ from kafkalog.broker.file_region import FileRegion
 from kafkalog.errors import KafkaLogError, RecordValidationError
 from kafkalog.records.memory import MemoryRecords
 from kafkalog.storage.log import FetchIsolation, Log
-from kafkalog.storage.log_file_utils import INTERNAL_TOPICS
+from kafkalog.storage.log_file_utils import check_client_append
 from kafkalog.storage.log_manager import LogManager
 
 __all__ = [
@@ -142,12 +142,8 @@ class ReplicaManager:
         response_callback(results)
 
     def _append_to_local_log(self, tp: TopicPartition, records: memoryview | None) -> PartitionResponse:
-        if tp.topic in INTERNAL_TOPICS:
-            # Only the coordinators write there, through their own path (Kafka's
-            # internalTopicsAllowed is false for clients' produce requests).
-            return PartitionResponse(ErrorCode.invalid_topic_exception,
-                                     error_message=f"Cannot append to internal topic {tp.topic}")
         try:
+            check_client_append(tp.topic)  # the coordinators append to their topics by their own path
             partition_log = self.get_log(tp)
             if records is None:
                 return PartitionResponse(

@@ -47,13 +47,7 @@ from types import TracebackType
 from typing import Self
 
 from kafkalog.clock import SYSTEM_TIME, Time
-from kafkalog.errors import (
-    InvalidTopicError,
-    KafkaLogError,
-    KafkaStorageError,
-    LogDirLockedError,
-    UnknownTopicOrPartitionError,
-)
+from kafkalog.errors import KafkaLogError, KafkaStorageError, LogDirLockedError, UnknownTopicOrPartitionError
 from kafkalog.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_OFFSET_CHECKPOINT_FILE,
@@ -62,7 +56,7 @@ from kafkalog.storage.checkpoint import (
 from kafkalog.storage.config import LogConfig, read_topic_configs
 from kafkalog.storage.dir_lock import DataDirLock
 from kafkalog.storage.log import Log
-from kafkalog.storage.log_file_utils import INTERNAL_TOPICS, topic_partition_dir_name
+from kafkalog.storage.log_file_utils import check_client_append, topic_partition_dir_name
 from kafkalog.storage.partition_dirs import list_topic_partitions
 from kafkalog.storage.recovery_report import RecoveryReport
 
@@ -205,10 +199,7 @@ class PartitionAppender:
     def __init__(self, data_dir: Path | str, topic: str, partitions: Iterable[int],
                  config: LogConfig | None = None, *, time: Time = SYSTEM_TIME,
                  timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
-        if topic in INTERNAL_TOPICS:
-            # These writers are clients, and Kafka refuses clients' appends to internal topics.
-            raise InvalidTopicError(f"Cannot append to internal topic {topic}: only Kafka's "
-                                    "coordinators write there")
+        check_client_append(topic)  # these writers are clients
         self._dir = Path(data_dir)
         self._topic = topic
         self._partitions = sorted(set(partitions))

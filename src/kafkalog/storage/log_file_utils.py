@@ -35,6 +35,7 @@ __all__ = [
     "TXN_INDEX_FILE_SUFFIX",
     "PartitionDirKind",
     "PartitionDirName",
+    "check_client_append",
     "filename_prefix_from_offset",
     "is_index_file",
     "is_log_file",
@@ -90,6 +91,13 @@ def validate_topic_name(name: str) -> str:
     if reason is not None:
         raise InvalidTopicError(f"Topic name is invalid: {reason}")
     return name
+
+
+def check_client_append(topic: str) -> None:
+    """Raise ``InvalidTopicError`` for a client's append to an internal topic: only the coordinators
+    write there (Kafka's ``appendToLocalLog`` with ``internalTopicsAllowed`` false)."""
+    if topic in INTERNAL_TOPICS:
+        raise InvalidTopicError(f"Cannot append to internal topic {topic}")
 
 
 class PartitionDirKind(Enum):
