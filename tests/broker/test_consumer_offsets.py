@@ -469,3 +469,27 @@ def test_empty_groups_without_offsets_turn_dead_at_the_periodic_cleanup(tmp_path
             assert sorted(again.load()) == ["busy"]
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_a_metadata_request_auto_creates_the_offsets_topic_as_the_coordinator_does(tmp_path: Path) -> None:
+    """A client naming __consumer_offsets in Metadata (a producer aiming at it, say) auto-creates it
+    with offsets.topic.num.partitions and its compacted configs, as Kafka's AutoTopicCreationManager,
+    not as an ordinary topic of num.partitions, which would leave most groups without a partition."""
+    configs = {"offsets.topic.num.partitions": 5, "num.partitions": 1}
+    with Broker(tmp_path / "data", configs=configs) as broker:
+        host, port = broker.bootstrap_servers.split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            cls, mod = _raw.request_class(ApiKey.METADATA, 12)
+            resp = _raw.request(sock, cls(topics=(mod.MetadataRequestTopic(topic_id=None,
+                                                                          name=GROUP_METADATA_TOPIC_NAME),),
+                                          allow_auto_topic_creation=True,
+                                          include_topic_authorized_operations=False))
+            assert resp.topics[0].error_code == 0 and resp.topics[0].is_internal
+        log_manager = broker.server.log_manager
+        assert log_manager.partitions(GROUP_METADATA_TOPIC_NAME) == [0, 1, 2, 3, 4]
+        assert log_manager.topic_config(GROUP_METADATA_TOPIC_NAME).cleanup_policy == ("compact",)
+        # and groups then commit into their own partition
+        c = ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "after-auto-create",
+                         "enable.auto.commit": False})
+        c.commit(offsets=[ck.TopicPartition(GROUP_METADATA_TOPIC_NAME, 0, 1)], asynchronous=False)
+        c.close()

@@ -84,7 +84,10 @@ class GroupMetadataManager:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
 
-    def _ensure_topic(self) -> None:
+    def ensure_topic(self) -> None:
+        """Create ``__consumer_offsets`` as the coordinator needs it (``offsets.topic.num.partitions``,
+        compacted) unless it exists: before the first write, and when a client's Metadata request
+        auto-creates it (Kafka's AutoTopicCreationManager creates it the same way)."""
         if self._log_manager.has_topic(GROUP_METADATA_TOPIC_NAME):
             return
         try:
@@ -99,7 +102,7 @@ class GroupMetadataManager:
         if not records:
             return _NONE
         try:
-            self._ensure_topic()
+            self.ensure_topic()
             partition = self.partition_for(group_id)
             partition_log = self._log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
             now = self._time.milliseconds()

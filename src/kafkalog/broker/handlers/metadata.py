@@ -10,6 +10,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.error_codes import error_code_for
+from kafkalog.broker.group.manager_of import group_metadata_manager
+from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.metadata_cache import ZERO_UUID
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
@@ -26,6 +28,10 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 def _maybe_create(apis: Any, topic: str) -> ErrorCode:
     try:
+        if topic == GROUP_METADATA_TOPIC_NAME:
+            # with the coordinator's partition count and configs, never num.partitions
+            group_metadata_manager(apis).ensure_topic()
+            return ErrorCode.none
         apis.log_manager.create_topic(topic, apis.config.num_partitions)
         log.info("Auto-created topic %s with %d partition(s)", topic, apis.config.num_partitions)
     except TopicExistsError:
