@@ -434,7 +434,7 @@ class _IndexSpy:
 
     def offset_map_skip_superseded(self, *args: object) -> tuple[int, ...]:
         result: tuple[int, ...] = compact.offset_map_skip_superseded(*args)
-        self.skipped += result[3]
+        self.skipped += result[2]
         return result
 
     def __getattr__(self, name: str) -> object:

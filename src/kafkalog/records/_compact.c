@@ -1420,10 +1420,47 @@ static int contains(const int64_t *sorted, Py_ssize_t n, int64_t offset)
     return lo < n && sorted[lo] == offset;
 }
 
+/* --- skipping what the map pass has shown superseded ---------------------------------------------
+ *
+ * Once the map pass is done, a batch it walked whose offsets hold no key's latest record loses all
+ * its records to the cleaning pass: the directory of batches the map pass kept, with the latest
+ * bits, says so without the batch being read again.  Most of a log's batches are like that when
+ * its keys are updated often, which is what compaction is for.
+ */
+
+/* Whether any offset of [first, last] (within the bits) is some key's latest. */
+static int any_latest(const Latest *l, int64_t first, int64_t last)
+{
+    uint64_t i = (uint64_t)first - (uint64_t)l->lo, j = (uint64_t)last - (uint64_t)l->lo;
+    for (; i <= j && (i & 7); i++)
+        if ((l->bits[i >> 3] >> (i & 7)) & 1)
+            return 1;
+    for (; i + 7 <= j; i += 8)
+        if (l->bits[i >> 3])
+            return 1;
+    for (; i <= j; i++)
+        if ((l->bits[i >> 3] >> (i & 7)) & 1)
+            return 1;
+    return 0;
+}
+
+/* Whether none of the batch's records stays: it lies within the mapped range and the bits, holds
+ * no key's latest record, and is not a batch whose header must stay (`protected`: a producer's last,
+ * the round's last). */
+static int superseded_batch(const BatchEntry *e, const Latest *l, int64_t latest, const int64_t *protected_offsets,
+                            Py_ssize_t n_protected)
+{
+    if (e->base_offset < l->lo || e->base_offset > e->last_offset || e->last_offset > latest
+        || (uint64_t)e->last_offset - (uint64_t)l->lo >= (uint64_t)l->count || e->keyed > e->count
+        || contains(protected_offsets, n_protected, e->last_offset))
+        return 0;
+    return !any_latest(l, e->base_offset, e->last_offset);
+}
+
 PyDoc_STRVAR(offset_map_filter_batches_doc,
 "offset_map_filter_batches(data, table, k0, k1, latest_offset, current_time,\n"
 "                          delete_retention_ms, protected, chunk_bytes, read_size, mapped_from,\n"
-"                          latest_bits)\n"
+"                          latest_bits, directory, position)\n"
 "    -> (consumed, stop, out, max_offset, max_timestamp, shallow_offset, counts)\n\n"
 "The cleaning pass over the whole batches at the start of data, as Cleaner._filter_batch does it\n"
 "for a plain batch: records kept by the record rule (see offset_map_retain_v2), the batch copied\n"
@@ -1433,21 +1470,33 @@ PyDoc_STRVAR(offset_map_filter_batches_doc,
 "would make chunk_bytes + the bytes walked exceed read_size (stop 1) unless nothing is in the chunk\n"
 "yet.  Batches within [mapped_from, latest_offset] were checked by the map pass: their CRC is not\n"
 "checked again.  latest_bits (see offset_map_index_latest, lo = mapped_from; may be empty) answers\n"
-"the record rule for the offsets it covers without a probe.\n"
+"the record rule for the offsets it covers without a probe.  A batch the directory (BatchEntry\n"
+"words of the segment, data[0] being at file position `position`; may be empty) shows keeping\n"
+"nothing is dropped from its entry, unread, as offset_map_skip_superseded drops it.\n"
 "out is the cleaned bytes; max_offset, max_timestamp, shallow_offset are what the segment\n"
 "append needs (-1 when out is empty); counts is (messages_read, messages_written, bytes_written,\n"
 "superseded, tombstones, keyless).");
 
 static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
 {
-    Py_buffer buf, prot, bits;
+    Py_buffer buf, prot, bits, dir;
     PyObject *table;
     unsigned long long k0, k1;
-    long long latest, now, retention, mapped_from;
+    long long latest, now, retention, mapped_from, position;
     Py_ssize_t chunk_bytes, read_size;
-    if (!PyArg_ParseTuple(args, "y*OKKLLLy*nnLy*:offset_map_filter_batches", &buf, &table, &k0, &k1, &latest, &now,
-                          &retention, &prot, &chunk_bytes, &read_size, &mapped_from, &bits))
+    if (!PyArg_ParseTuple(args, "y*OKKLLLy*nnLy*y*L:offset_map_filter_batches", &buf, &table, &k0, &k1, &latest,
+                          &now, &retention, &prot, &chunk_bytes, &read_size, &mapped_from, &bits, &dir, &position))
         return NULL;
+    if (dir.len % (Py_ssize_t)sizeof(BatchEntry)) {
+        PyBuffer_Release(&buf);
+        PyBuffer_Release(&prot);
+        PyBuffer_Release(&bits);
+        PyBuffer_Release(&dir);
+        PyErr_SetString(PyExc_ValueError, "directory must hold BatchEntry words");
+        return NULL;
+    }
+    const BatchEntry *entries = (const BatchEntry *)dir.buf;
+    Py_ssize_t n_entries = dir.len / (Py_ssize_t)sizeof(BatchEntry), ei = 0;
     Latest lb = {(const uint8_t *)bits.buf, mapped_from, (int64_t)bits.len * 8};
     PyObject *result = NULL;
     Out o = {NULL, 0, 0};
@@ -1458,6 +1507,7 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
         PyBuffer_Release(&buf);
         PyBuffer_Release(&prot);
         PyBuffer_Release(&bits);
+        PyBuffer_Release(&dir);
         return NULL;
     }
     const int64_t *protected_offsets = (const int64_t *)prot.buf;
@@ -1471,7 +1521,41 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
     int nomem = 0;
     /* Pure C over buffers this call holds (raw allocations): other threads run meanwhile. */
     Py_BEGIN_ALLOW_THREADS
+    {
+        Py_ssize_t lo = 0, hi = n_entries; /* the first entry at or past data[0] */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (entries[mid].start < position)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        ei = lo;
+    }
     for (;;) {
+        /* Where live batches are sparse, superseded ones lie between them: dropped here from their
+         * directory entries, in the bytes already read, instead of a skip call per run. */
+        int64_t file_at = position + at;
+        while (ei < n_entries && entries[ei].start < file_at)
+            ei++;
+        if (ei < n_entries && entries[ei].start == file_at
+            && superseded_batch(&entries[ei], &lb, latest, protected_offsets, n_protected)) {
+            const BatchEntry *de = &entries[ei];
+            int64_t size = de->end - de->start;
+            if (size <= 0 || size > buf.len - at) {
+                stop = STOP_END; /* not whole here: the caller's skip takes it */
+                break;
+            }
+            if (chunk_bytes + at > 0 && chunk_bytes + at + size > read_size) {
+                stop = STOP_BUDGET;
+                break;
+            }
+            read += de->count;
+            dropped.superseded += de->keyed;
+            dropped.keyless += de->count - de->keyed;
+            at += (Py_ssize_t)size;
+            continue;
+        }
         Batch b;
         int kind = plain_batch(d + at, buf.len - at, &b, mapped_from, latest);
         if (kind <= 0) {
@@ -1609,50 +1693,14 @@ done:
     PyBuffer_Release(&buf);
     PyBuffer_Release(&prot);
     PyBuffer_Release(&bits);
+    PyBuffer_Release(&dir);
     return result;
-}
-
-/* --- skipping what the map pass has shown superseded ---------------------------------------------
- *
- * Once the map pass is done, a batch it walked whose offsets hold no key's latest record loses all
- * its records to the cleaning pass: the directory of batches the map pass kept, with the latest
- * bits, says so without the batch being read again.  Most of a log's batches are like that when
- * its keys are updated often, which is what compaction is for.
- */
-
-/* Whether any offset of [first, last] (within the bits) is some key's latest. */
-static int any_latest(const Latest *l, int64_t first, int64_t last)
-{
-    uint64_t i = (uint64_t)first - (uint64_t)l->lo, j = (uint64_t)last - (uint64_t)l->lo;
-    for (; i <= j && (i & 7); i++)
-        if ((l->bits[i >> 3] >> (i & 7)) & 1)
-            return 1;
-    for (; i + 7 <= j; i += 8)
-        if (l->bits[i >> 3])
-            return 1;
-    for (; i <= j; i++)
-        if ((l->bits[i >> 3] >> (i & 7)) & 1)
-            return 1;
-    return 0;
-}
-
-/* Whether none of the batch's records stays: it lies within the mapped range and the bits, holds
- * no key's latest record, and is not a batch whose header must stay (`protected`: a producer's last,
- * the round's last). */
-static int superseded_batch(const BatchEntry *e, const Latest *l, int64_t latest, const int64_t *protected_offsets,
-                            Py_ssize_t n_protected)
-{
-    if (e->base_offset < l->lo || e->base_offset > e->last_offset || e->last_offset > latest
-        || (uint64_t)e->last_offset - (uint64_t)l->lo >= (uint64_t)l->count || e->keyed > e->count
-        || contains(protected_offsets, n_protected, e->last_offset))
-        return 0;
-    return !any_latest(l, e->base_offset, e->last_offset);
 }
 
 PyDoc_STRVAR(offset_map_skip_superseded_doc,
 "offset_map_skip_superseded(directory, position, mapped_from, latest_offset, latest_bits, protected,\n"
 "                           chunk_bytes, read_size, chunk_empty)\n"
-"    -> (consumed, stop, live_end, records, superseded, keyless, chunk_bytes)\n\n"
+"    -> (consumed, stop, records, superseded, keyless, chunk_bytes)\n\n"
 "From the batch of the directory (BatchEntry words, in file order) that starts at file position\n"
 "`position`, pass over the consecutive batches none of whose records stays (wholly within\n"
 "[mapped_from, latest_offset] and latest_bits with no offset of theirs set, last offset not in\n"
@@ -1661,9 +1709,7 @@ PyDoc_STRVAR(offset_map_skip_superseded_doc,
 "batch that would take chunk_bytes + consumed past read_size (stop 1) unless nothing is in the\n"
 "chunk yet; when the chunk holds no cleaned bytes (chunk_empty), its appending would do nothing:\n"
 "a new chunk starts there instead and the walk goes on.  Else it stops with stop 0.  The\n"
-"chunk_bytes returned are those of the chunk the walk ends in.  live_end is where the batches that\n"
-"follow stop being worth reading: the start of the next batch to pass over, or -1 if that is not\n"
-"within read_size of them.");
+"chunk_bytes returned are those of the chunk the walk ends in.");
 
 static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
 {
@@ -1687,7 +1733,7 @@ static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
     const int64_t *protected_offsets = (const int64_t *)prot.buf;
     Py_ssize_t n_protected = prot.len / 8;
     long long records = 0, superseded = 0, keyless = 0;
-    int64_t at = position, live_end = -1;
+    int64_t at = position;
     int stop = STOP_END;
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t lo = 0, hi = n;
@@ -1715,22 +1761,12 @@ static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
         keyless += entries[i].count - entries[i].keyed;
         at = entries[i].end;
     }
-    if (stop == STOP_END) {
-        int64_t end = at;
-        for (; i < n && entries[i].start == end && end - at < read_size; i++) {
-            if (superseded_batch(&entries[i], &lb, latest, protected_offsets, n_protected)) {
-                live_end = end;
-                break;
-            }
-            end = entries[i].end;
-        }
-    }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&dir);
     PyBuffer_Release(&bits);
     PyBuffer_Release(&prot);
-    return Py_BuildValue("(LiLLLLn)", (long long)(at - position), stop, (long long)live_end, records, superseded,
-                         keyless, chunk_bytes);
+    return Py_BuildValue("(LiLLLn)", (long long)(at - position), stop, records, superseded, keyless,
+                         chunk_bytes);
 }
 
 static PyMethodDef module_methods[] = {

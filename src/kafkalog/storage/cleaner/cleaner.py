@@ -570,8 +570,9 @@ class Cleaner:
         data, data_at = self._buffer[:0], 0
         while True:
             while walk and position < end:
-                read_end = -1  # where a read from here should stop (-1: a whole buffer)
                 if directory:
+                    # A run that keeps nothing from here is passed over unread; the superseded
+                    # batches between live ones in a read are dropped by filter_batches.
                     skip = offset_map.skip_superseded(directory, position, protected_array, chunk.input_bytes,
                                                       self._read_size, not chunk.parts)
                     position += skip.consumed
@@ -583,14 +584,12 @@ class Cleaner:
                         continue
                     if position >= end:
                         break
-                    read_end = skip.live_end
                 fresh = not data_at <= position < data_at + len(data)
                 if fresh:
-                    buffer = self._buffer if read_end < 0 else self._buffer[:min(read_end - position,
-                                                                                 len(self._buffer))]
-                    data, data_at = source.read_into(position, buffer), position
+                    data, data_at = source.read_into(position, self._buffer), position
                 out = offset_map.filter_batches(data[position - data_at:], current_time, delete_retention_ms,
-                                                protected_array, chunk.input_bytes, self._read_size)
+                                                protected_array, chunk.input_bytes, self._read_size,
+                                                directory or b"", position)
                 position += out.consumed
                 chunk.input_bytes += out.consumed
                 stats.add_filtered(out)

@@ -100,12 +100,10 @@ class BatchWalk:
 @dataclass(frozen=True, slots=True)
 class SkippedRun:
     """What :meth:`OffsetMap.skip_superseded` passed over: bytes of batches none of whose records
-    stay, why it stopped (``END`` or ``BUDGET``), the records dropped and why, and where the
-    batches worth reading that follow end (-1: not known within a read)."""
+    stay, why it stopped (``END`` or ``BUDGET``), and the records dropped and why."""
 
     consumed: int
     stop: WalkStop
-    live_end: int
     records: int
     superseded: int
     keyless: int
@@ -497,17 +495,20 @@ class OffsetMap:
         return BatchWalk(consumed, stop, records, chunk.batches[:done * ENTRY_SIZE])
 
     def filter_batches(self, data: bytes | memoryview, current_time: int, delete_retention_ms: int,
-                       protected_offsets: array[int], chunk_bytes: int, chunk_size: int) -> FilteredChunk:
+                       protected_offsets: array[int], chunk_bytes: int, chunk_size: int,
+                       directory: bytes | bytearray = b"", position: int = 0) -> FilteredChunk:
         """The cleaning pass (``Cleaner._filter_batch``) over the plain batches at the start of
         ``data``, except those whose last offset is in ``protected_offsets`` (sorted: the last data
         batches of active producers and the round's last batch, whose rules the Python path holds);
         stops before a batch that would take a chunk of ``chunk_bytes`` past ``chunk_size``. See
-        :meth:`end_map_pass` for what it skips after one."""
+        :meth:`end_map_pass` for what it skips after one. Batches that ``directory`` (the segment's
+        :class:`BatchDirectory` entries; ``data`` starting at file position ``position``) shows
+        keeping nothing are dropped as :meth:`skip_superseded` drops them, whatever their codec."""
         assert compact_native is not None and self.walks_batches
         consumed, stop, out, max_offset, max_ts, shallow, counts = compact_native.offset_map_filter_batches(
             data, self._table, self._k0, self._k1, self._latest_offset, current_time,
             delete_retention_ms, protected_offsets, chunk_bytes, chunk_size, self._mapped_from,
-            self._latest_bits)
+            self._latest_bits, directory, position)
         return FilteredChunk(consumed, WalkStop(stop), out, max_offset, max_ts, shallow, *counts)
 
     def skip_superseded(self, directory: bytes | bytearray, position: int, protected_offsets: array[int],
@@ -520,11 +521,10 @@ class OffsetMap:
         batch that would take a chunk of ``chunk_bytes`` past ``chunk_size`` -- unless the chunk
         holds no cleaned bytes (``chunk_empty``): then a new chunk starts there."""
         assert compact_native is not None and self.walks_batches
-        consumed, stop, live_end, records, superseded, keyless, in_chunk = (
-            compact_native.offset_map_skip_superseded(
-                directory, position, self._mapped_from, self._latest_offset, self._latest_bits,
-                protected_offsets, chunk_bytes, chunk_size, chunk_empty))
-        return SkippedRun(consumed, WalkStop(stop), live_end, records, superseded, keyless, in_chunk)
+        consumed, stop, records, superseded, keyless, in_chunk = compact_native.offset_map_skip_superseded(
+            directory, position, self._mapped_from, self._latest_offset, self._latest_bits,
+            protected_offsets, chunk_bytes, chunk_size, chunk_empty)
+        return SkippedRun(consumed, WalkStop(stop), records, superseded, keyless, in_chunk)
 
     def __repr__(self) -> str:
         return f"OffsetMap(slots={self._slots}, size={self._entries}, latest_offset={self._latest_offset})"
