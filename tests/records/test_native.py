@@ -48,13 +48,16 @@ def _c_walker(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # --- strategies ----------------------------------------------------------------------------------
 
-_payload = st.one_of(st.none(), st.binary(max_size=40))
+# Lengths of one, two and three varint bytes: the walkers take records of short varints and no
+# headers a faster way than the others, and must read both kinds (and their damage) alike.
+_payload = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=60, max_size=300),
+                     st.binary(min_size=8200, max_size=8300))
 _header = st.builds(Header, st.text(max_size=6), _payload)
 _record = st.tuples(
-    st.integers(-(2**40), 2**40),  # timestamp delta
+    st.one_of(st.integers(-8200, 8200), st.integers(-(2**40), 2**40)),  # timestamp delta
     _payload,
     _payload,
-    st.lists(_header, max_size=3),
+    st.one_of(st.just([]), st.lists(_header, max_size=3)),
 )
 
 
@@ -118,6 +121,27 @@ def test_decode_matches_the_python_walk(area: tuple[bytes, int], data: st.DataOb
     expected = _outcome(lambda: decode_records_area(buf, *args))
     got = _outcome(lambda: decode_records_area_native(memoryview(buf), *args))
     assert got == expected
+
+
+@pytest.mark.parametrize("key_size", [9, 70])  # one- and two-byte key lengths
+def test_every_byte_of_a_short_record_damaged_reads_as_the_python_walk(key_size: int) -> None:
+    """The walkers' short way (a record of short varints and no headers, well inside the buffer)
+    gives exactly what the careful way gives, whichever byte of such a record is wrong: each byte
+    of the first record set to values that change a varint's length, sign or end."""
+    raw = b"".join(encode_record(i, 3 * i, b"k" * key_size, b"v" * 48, []) for i in range(4))
+    first = len(encode_record(0, 0, b"k" * key_size, b"v" * 48, []))
+    args = (0, 4, 1000, T0, None, "batch W")
+    kinds = set()
+    for at in range(first):
+        for value in (0x00, 0x01, 0x02, 0x7E, 0x7F, 0x80, 0x81, 0xFF):
+            damaged = bytearray(raw)
+            damaged[at] = value
+            buf = bytes(damaged)
+            expected = _outcome(lambda: decode_records_area(buf, *args))
+            assert _outcome(lambda: decode_records_area_native(memoryview(buf), *args)) == expected, (at, value)
+            if expected[0] == "error":
+                kinds.add(expected[1])
+    assert {"premature", "invalid record size", "header"} <= kinds  # what a record's bytes can get wrong
 
 
 def test_decode_error_messages_name_the_batch_and_record() -> None:

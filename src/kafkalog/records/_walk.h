@@ -206,7 +206,67 @@ static inline int next_header(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos,
     return 0;
 }
 
-static int parse_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *r, Err *e)
+/* A varint of one or two bytes at q, advancing q; anything longer goes to `slow`. */
+#define SHORT_VARINT(q, out, slow)                                          \
+    do {                                                                    \
+        uint32_t b_ = (q)[0];                                               \
+        if (b_ < 0x80) {                                                    \
+            (q) += 1;                                                       \
+        } else {                                                            \
+            uint32_t c_ = (q)[1];                                           \
+            if (c_ >= 0x80)                                                 \
+                goto slow;                                                  \
+            b_ = (b_ & 0x7F) | c_ << 7;                                     \
+            (q) += 2;                                                       \
+        }                                                                   \
+        (out) = (int32_t)((b_ >> 1) ^ (uint32_t) - (int32_t)(b_ & 1));      \
+    } while (0)
+
+/* The common record, whole in the buffer with room to spare: short varints, no headers.  No end
+ * check per byte (a short varint read from within the record stays inside the buffer); on anything
+ * else it answers 0 and parse_record walks the record the careful way, which gives the errors. */
+static inline int parse_short_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *r)
+{
+    const uint8_t *q = d + *pos, *rec_end;
+    int32_t length, offset_delta, key_len, value_len, ts;
+    SHORT_VARINT(q, length, slow);
+    if (length < 6 || length > end - (q - d) - 16)
+        goto slow;
+    rec_end = q + length;
+    q += 1; /* attributes */
+    SHORT_VARINT(q, ts, slow);
+    SHORT_VARINT(q, offset_delta, slow);
+    SHORT_VARINT(q, key_len, slow);
+    Py_ssize_t key_pos = q - d;
+    if (key_len > 0) {
+        if (key_len > rec_end - q)
+            goto slow;
+        q += key_len;
+    }
+    SHORT_VARINT(q, value_len, slow);
+    Py_ssize_t value_pos = q - d;
+    if (value_len > 0) {
+        if (value_len > rec_end - q)
+            goto slow;
+        q += value_len;
+    }
+    if (q + 1 != rec_end || *q != 0) /* a header count of zero ends the record */
+        goto slow;
+    r->ts_delta = ts;
+    r->offset_delta = offset_delta;
+    r->key_pos = key_pos;
+    r->key_len = key_len;
+    r->value_pos = value_pos;
+    r->value_len = value_len;
+    r->header_count = 0;
+    r->headers_pos = rec_end - d;
+    *pos = rec_end - d;
+    return 1;
+slow:
+    return 0;
+}
+
+static int parse_any_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *r, Err *e)
 {
     int32_t length;
     if (read_varint(d, end, pos, &length, e) < 0)
@@ -255,6 +315,15 @@ static int parse_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *
         return -1;
     }
     return 0;
+}
+
+/* One record at *pos, advancing it: the short way inlined where the walks call it, the careful
+ * way (a call) for the others. */
+static inline int parse_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *r, Err *e)
+{
+    if (parse_short_record(d, end, pos, r))
+        return 0;
+    return parse_any_record(d, end, pos, r, e);
 }
 
 static inline int check_area_end(Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, Err *e)
