@@ -137,8 +137,9 @@ def test_every_byte_of_a_short_record_damaged_reads_as_the_python_walk(key_size:
             damaged = bytearray(raw)
             damaged[at] = value
             buf = bytes(damaged)
-            expected = _outcome(lambda: decode_records_area(buf, *args))
-            assert _outcome(lambda: decode_records_area_native(memoryview(buf), *args)) == expected, (at, value)
+            expected = _outcome(lambda b=buf: decode_records_area(b, *args))
+            got = _outcome(lambda b=buf: decode_records_area_native(memoryview(b), *args))
+            assert got == expected, (at, value)
             if expected[0] == "error":
                 kinds.add(expected[1])
     assert {"premature", "invalid record size", "header"} <= kinds  # what a record's bytes can get wrong
