@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import struct
 from collections.abc import Callable
+from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -137,8 +138,8 @@ def test_every_byte_of_a_short_record_damaged_reads_as_the_python_walk(key_size:
             damaged = bytearray(raw)
             damaged[at] = value
             buf = bytes(damaged)
-            expected = _outcome(lambda b=buf: decode_records_area(b, *args))
-            got = _outcome(lambda b=buf: decode_records_area_native(memoryview(b), *args))
+            expected = _outcome(partial(decode_records_area, buf, *args))
+            got = _outcome(partial(decode_records_area_native, memoryview(buf), *args))
             assert got == expected, (at, value)
             if expected[0] == "error":
                 kinds.add(expected[1])
