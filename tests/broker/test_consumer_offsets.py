@@ -493,3 +493,24 @@ def test_a_metadata_request_auto_creates_the_offsets_topic_as_the_coordinator_do
                          "enable.auto.commit": False})
         c.commit(offsets=[ck.TopicPartition(GROUP_METADATA_TOPIC_NAME, 0, 1)], asynchronous=False)
         c.close()
+
+
+
+def test_a_metadata_request_auto_creates_the_transaction_topic_with_its_own_settings(tmp_path: Path) -> None:
+    """__transaction_state, named in a Metadata request, is created as Kafka's AutoTopicCreationManager
+    creates it: transaction.state.log.num.partitions partitions, compacted, uncompressed."""
+    configs = {"transaction.state.log.num.partitions": 3, "num.partitions": 1}
+    with Broker(tmp_path / "data", configs=configs) as broker:
+        host, port = broker.bootstrap_servers.split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            cls, mod = _raw.request_class(ApiKey.METADATA, 12)
+            resp = _raw.request(sock, cls(topics=(mod.MetadataRequestTopic(topic_id=None,
+                                                                          name="__transaction_state"),),
+                                          allow_auto_topic_creation=True,
+                                          include_topic_authorized_operations=False))
+            assert resp.topics[0].error_code == 0 and resp.topics[0].is_internal
+            assert len(resp.topics[0].partitions) == 3
+        log_manager = broker.server.log_manager
+        assert log_manager.partitions("__transaction_state") == [0, 1, 2]
+        config = log_manager.topic_config("__transaction_state")
+        assert config.cleanup_policy == ("compact",) and config.compression_type == "uncompressed"

@@ -57,6 +57,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "offsets.topic.segment.bytes": str(100 * 1024 * 1024),
     "offsets.topic.compression.codec": "0",
     "offset.metadata.max.bytes": "4096",
+    "transaction.state.log.num.partitions": "50",
+    "transaction.state.log.segment.bytes": str(100 * 1024 * 1024),
 }
 
 
@@ -119,11 +121,11 @@ class KafkaConfig:
         ):
             self.get_int(name)
         self.get_bool("auto.create.topics.enable")
-        if self.num_partitions < 1:
-            raise InvalidConfigError(
-                f"Invalid value {self.num_partitions} for configuration num.partitions: "
-                "Value must be at least 1"
-            )
+        for name in ("num.partitions", "transaction.state.log.num.partitions"):
+            if self.get_int(name) < 1:
+                raise InvalidConfigError(
+                    f"Invalid value {self.get_int(name)} for configuration {name}: Value must be at least 1"
+                )
         if self.socket_request_max_bytes < 1:
             raise InvalidConfigError("socket.request.max.bytes must be at least 1")
 

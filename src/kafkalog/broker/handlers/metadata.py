@@ -15,6 +15,7 @@ from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.metadata_cache import ZERO_UUID
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.broker.transaction_topic import TRANSACTION_STATE_TOPIC_NAME, transaction_topic_configs
 from kafkalog.errors import KafkaLogError, TopicExistsError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
@@ -28,9 +29,15 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 def _maybe_create(apis: Any, topic: str) -> ErrorCode:
     try:
+        # Internal topics with their coordinators' partition counts and configs, never num.partitions.
         if topic == GROUP_METADATA_TOPIC_NAME:
-            # with the coordinator's partition count and configs, never num.partitions
             group_metadata_manager(apis).ensure_topic()
+            return ErrorCode.none
+        if topic == TRANSACTION_STATE_TOPIC_NAME:
+            partitions = apis.config.get_int("transaction.state.log.num.partitions")
+            apis.log_manager.create_topic(topic, partitions, transaction_topic_configs(
+                apis.config.get_int("transaction.state.log.segment.bytes")))
+            log.info("Auto-created topic %s with %d partition(s)", topic, partitions)
             return ErrorCode.none
         apis.log_manager.create_topic(topic, apis.config.num_partitions)
         log.info("Auto-created topic %s with %d partition(s)", topic, apis.config.num_partitions)
