@@ -127,6 +127,19 @@ def test_schema_and_topic_errors(spark, tmp_path):
     assert read(spark, tmp_path, subscribe="new").count() == 1
 
 
+def test_other_columns_are_ignored_as_spark_ignores_them(spark, tmp_path):
+    """Spark's Kafka sink takes only topic, key, value, headers and partition; anything else is
+    ignored -- a string column named "timestamp" (JSON data has them) too. Only a timestamp-typed
+    one is kafkalog's extension (the records' CreateTime)."""
+    create(tmp_path, "t", 1)
+    before = int(time.time() * 1000)
+    df = spark.createDataFrame([("v", "2020-01-01 00:00:00", 7)], "value string, timestamp string, extra int")
+    write(df, tmp_path, topic="t")
+    (row,) = read(spark, tmp_path, subscribe="t").collect()
+    assert row.value == b"v"
+    assert int(row.timestamp.timestamp() * 1000) >= before - 1000  # the time of the write
+
+
 def test_topic_configs_are_honoured(spark, tmp_path):
     create(tmp_path, "gz", 1, {"compression.type": "gzip", "message.timestamp.type": "LogAppendTime"})
     create(tmp_path, "old", 1, {"message.format.version": "0.10.2"})

@@ -2,9 +2,10 @@
 
 Columns are those of Spark's Kafka sink: ``value`` (required, binary or string), ``key`` (binary or
 string), ``headers`` (``array<struct<key:string,value:binary>>``), ``topic`` (string; the ``topic``
-option overrides it), ``partition`` (int; else Kafka's default partitioner: murmur2 of the key, a
-sticky partition for keyless records) and ``timestamp`` (timestamp; else the time of the write).
-Other columns are ignored, as Spark's Kafka sink ignores them.
+option overrides it) and ``partition`` (int; else Kafka's default partitioner: murmur2 of the key, a
+sticky partition for keyless records). One extension: a ``timestamp`` column of a timestamp type
+becomes the records' CreateTime (Spark's sink has no such column and stamps the time of the write,
+as kafkalog does without one). Other columns are ignored, as Spark's Kafka sink ignores them.
 
 Each task groups its rows by topic-partition and appends whole batches with
 ``Log.append_as_leader`` (so the topic's compression, message format and timestamp type apply,
@@ -124,7 +125,11 @@ def validate_write_schema(schema: Any, opts: SinkOptions) -> WriteSchema:
             f"kafkalog sink: topic not specified: add a 'topic' column or set the '{TOPIC}' option"
         )
     has_partition = check("partition", (IntegerType,), "int")
-    has_timestamp = check("timestamp", (SparkTimestamp, TimestampNTZType), "timestamp")
+    # Not a column of Spark's Kafka sink (which stamps the time of the write): a kafkalog extension,
+    # taken only when it is a timestamp, so that a column of that name Spark would ignore (a string
+    # from JSON, say) is ignored here too.
+    ts_field = fields.get("timestamp")
+    has_timestamp = ts_field is not None and isinstance(ts_field.dataType, (SparkTimestamp, TimestampNTZType))
     has_headers = False
     if "headers" in fields:
         dt = fields["headers"].dataType
