@@ -229,7 +229,10 @@ static inline int parse_short_record(const uint8_t *d, Py_ssize_t end, Py_ssize_
 {
     const uint8_t *q = d + *pos, *rec_end;
     int32_t length, offset_delta, key_len, value_len, ts;
+    if (end - *pos < 18) /* the length's two bytes and the margin below */
+        goto slow;
     SHORT_VARINT(q, length, slow);
+    /* 16 bytes past the record stay in the buffer: a short varint read at its end cannot leave it */
     if (length < 6 || length > end - (q - d) - 16)
         goto slow;
     rec_end = q + length;
