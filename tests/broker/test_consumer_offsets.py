@@ -471,20 +471,25 @@ def test_empty_groups_without_offsets_turn_dead_at_the_periodic_cleanup(tmp_path
     asyncio.run(asyncio.wait_for(scenario(), 30))
 
 
+def _auto_create(broker: Broker, name: str) -> Any:
+    """The topic entry of a Metadata v12 response to a request naming ``name`` with auto-creation on."""
+    host, port = broker.bootstrap_servers.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        cls, mod = _raw.request_class(ApiKey.METADATA, 12)
+        request = cls(topics=(mod.MetadataRequestTopic(topic_id=None, name=name),),
+                      allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+        resp = _raw.request(sock, request)
+    return resp.topics[0]
+
+
 def test_a_metadata_request_auto_creates_the_offsets_topic_as_the_coordinator_does(tmp_path: Path) -> None:
     """A client naming __consumer_offsets in Metadata (a producer aiming at it, say) auto-creates it
     with offsets.topic.num.partitions and its compacted configs, as Kafka's AutoTopicCreationManager,
     not as an ordinary topic of num.partitions, which would leave most groups without a partition."""
     configs = {"offsets.topic.num.partitions": 5, "num.partitions": 1}
     with Broker(tmp_path / "data", configs=configs) as broker:
-        host, port = broker.bootstrap_servers.split(":")
-        with socket.create_connection((host, int(port)), timeout=10) as sock:
-            cls, mod = _raw.request_class(ApiKey.METADATA, 12)
-            resp = _raw.request(sock, cls(topics=(mod.MetadataRequestTopic(topic_id=None,
-                                                                          name=GROUP_METADATA_TOPIC_NAME),),
-                                          allow_auto_topic_creation=True,
-                                          include_topic_authorized_operations=False))
-            assert resp.topics[0].error_code == 0 and resp.topics[0].is_internal
+        topic = _auto_create(broker, GROUP_METADATA_TOPIC_NAME)
+        assert topic.error_code == 0 and topic.is_internal
         log_manager = broker.server.log_manager
         assert log_manager.partitions(GROUP_METADATA_TOPIC_NAME) == [0, 1, 2, 3, 4]
         assert log_manager.topic_config(GROUP_METADATA_TOPIC_NAME).cleanup_policy == ("compact",)
@@ -501,15 +506,8 @@ def test_a_metadata_request_auto_creates_the_transaction_topic_with_its_own_sett
     creates it: transaction.state.log.num.partitions partitions, compacted, uncompressed."""
     configs = {"transaction.state.log.num.partitions": 3, "num.partitions": 1}
     with Broker(tmp_path / "data", configs=configs) as broker:
-        host, port = broker.bootstrap_servers.split(":")
-        with socket.create_connection((host, int(port)), timeout=10) as sock:
-            cls, mod = _raw.request_class(ApiKey.METADATA, 12)
-            resp = _raw.request(sock, cls(topics=(mod.MetadataRequestTopic(topic_id=None,
-                                                                          name="__transaction_state"),),
-                                          allow_auto_topic_creation=True,
-                                          include_topic_authorized_operations=False))
-            assert resp.topics[0].error_code == 0 and resp.topics[0].is_internal
-            assert len(resp.topics[0].partitions) == 3
+        topic = _auto_create(broker, "__transaction_state")
+        assert topic.error_code == 0 and topic.is_internal and len(topic.partitions) == 3
         log_manager = broker.server.log_manager
         assert log_manager.partitions("__transaction_state") == [0, 1, 2]
         config = log_manager.topic_config("__transaction_state")

@@ -1457,6 +1457,32 @@ static int superseded_batch(const BatchEntry *e, const Latest *l, int64_t latest
     return !any_latest(l, e->base_offset, e->last_offset);
 }
 
+/* The BatchEntry words of a directory buffer; -1 (ValueError set) when it holds something else. */
+static int directory_entries(const Py_buffer *dir, const BatchEntry **entries, Py_ssize_t *n)
+{
+    if (dir->len % (Py_ssize_t)sizeof(BatchEntry)) {
+        PyErr_SetString(PyExc_ValueError, "directory must hold BatchEntry words");
+        return -1;
+    }
+    *entries = (const BatchEntry *)dir->buf;
+    *n = dir->len / (Py_ssize_t)sizeof(BatchEntry);
+    return 0;
+}
+
+/* The first of the n entries (in file order) that starts at or past file position `position`. */
+static Py_ssize_t first_entry_from(const BatchEntry *entries, Py_ssize_t n, int64_t position)
+{
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (entries[mid].start < position)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 PyDoc_STRVAR(offset_map_filter_batches_doc,
 "offset_map_filter_batches(data, table, k0, k1, latest_offset, current_time,\n"
 "                          delete_retention_ms, protected, chunk_bytes, read_size, mapped_from,\n"
@@ -1487,16 +1513,15 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*OKKLLLy*nnLy*y*L:offset_map_filter_batches", &buf, &table, &k0, &k1, &latest,
                           &now, &retention, &prot, &chunk_bytes, &read_size, &mapped_from, &bits, &dir, &position))
         return NULL;
-    if (dir.len % (Py_ssize_t)sizeof(BatchEntry)) {
+    const BatchEntry *entries;
+    Py_ssize_t n_entries, ei;
+    if (directory_entries(&dir, &entries, &n_entries) < 0) {
         PyBuffer_Release(&buf);
         PyBuffer_Release(&prot);
         PyBuffer_Release(&bits);
         PyBuffer_Release(&dir);
-        PyErr_SetString(PyExc_ValueError, "directory must hold BatchEntry words");
         return NULL;
     }
-    const BatchEntry *entries = (const BatchEntry *)dir.buf;
-    Py_ssize_t n_entries = dir.len / (Py_ssize_t)sizeof(BatchEntry), ei = 0;
     Latest lb = {(const uint8_t *)bits.buf, mapped_from, (int64_t)bits.len * 8};
     PyObject *result = NULL;
     Out o = {NULL, 0, 0};
@@ -1521,17 +1546,7 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
     int nomem = 0;
     /* Pure C over buffers this call holds (raw allocations): other threads run meanwhile. */
     Py_BEGIN_ALLOW_THREADS
-    {
-        Py_ssize_t lo = 0, hi = n_entries; /* the first entry at or past data[0] */
-        while (lo < hi) {
-            Py_ssize_t mid = lo + (hi - lo) / 2;
-            if (entries[mid].start < position)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        ei = lo;
-    }
+    ei = first_entry_from(entries, n_entries, position);
     for (;;) {
         /* Where live batches are sparse, superseded ones lie between them: dropped here from their
          * directory entries, in the bytes already read, instead of a skip call per run. */
@@ -1720,15 +1735,14 @@ static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*LLLy*y*nnp:offset_map_skip_superseded", &dir, &position, &mapped_from,
                           &latest, &bits, &prot, &chunk_bytes, &read_size, &chunk_empty))
         return NULL;
-    if (dir.len % (Py_ssize_t)sizeof(BatchEntry)) {
+    const BatchEntry *entries;
+    Py_ssize_t n;
+    if (directory_entries(&dir, &entries, &n) < 0) {
         PyBuffer_Release(&dir);
         PyBuffer_Release(&bits);
         PyBuffer_Release(&prot);
-        PyErr_SetString(PyExc_ValueError, "directory must hold BatchEntry words");
         return NULL;
     }
-    const BatchEntry *entries = (const BatchEntry *)dir.buf;
-    Py_ssize_t n = dir.len / (Py_ssize_t)sizeof(BatchEntry);
     Latest lb = {(const uint8_t *)bits.buf, mapped_from, (int64_t)bits.len * 8};
     const int64_t *protected_offsets = (const int64_t *)prot.buf;
     Py_ssize_t n_protected = prot.len / 8;
@@ -1736,15 +1750,7 @@ static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
     int64_t at = position;
     int stop = STOP_END;
     Py_BEGIN_ALLOW_THREADS
-    Py_ssize_t lo = 0, hi = n;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (entries[mid].start < position)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    Py_ssize_t i = lo;
+    Py_ssize_t i = first_entry_from(entries, n, position);
     for (; i < n && entries[i].start == at && superseded_batch(&entries[i], &lb, latest, protected_offsets, n_protected);
          i++) {
         int64_t size = entries[i].end - entries[i].start;

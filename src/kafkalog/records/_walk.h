@@ -241,18 +241,14 @@ static inline int parse_short_record(const uint8_t *d, Py_ssize_t end, Py_ssize_
     SHORT_VARINT(q, offset_delta, slow);
     SHORT_VARINT(q, key_len, slow);
     Py_ssize_t key_pos = q - d;
-    if (key_len > 0) {
-        if (key_len > rec_end - q)
-            goto slow;
-        q += key_len;
-    }
+    if (key_len > rec_end - q) /* a key or value past the record's end would take q out of the buffer */
+        goto slow;
+    q += key_len > 0 ? key_len : 0;
     SHORT_VARINT(q, value_len, slow);
     Py_ssize_t value_pos = q - d;
-    if (value_len > 0) {
-        if (value_len > rec_end - q)
-            goto slow;
-        q += value_len;
-    }
+    if (value_len > rec_end - q)
+        goto slow;
+    q += value_len > 0 ? value_len : 0;
     if (q + 1 != rec_end || *q != 0) /* a header count of zero ends the record */
         goto slow;
     r->ts_delta = ts;
