@@ -206,6 +206,9 @@ static inline int next_header(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos,
     return 0;
 }
 
+/* Inlined even where the compiler would rather call (it kept parse_record a call in _native.c). */
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
 /* A varint of one or two bytes at q, advancing q; anything longer goes to `slow`. */
 #define SHORT_VARINT(q, out, slow)                                          \
     do {                                                                    \
@@ -225,7 +228,7 @@ static inline int next_header(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos,
 /* The common record, whole in the buffer with room to spare: short varints, no headers.  No end
  * check per byte (a short varint read from within the record stays inside the buffer); on anything
  * else it answers 0 and parse_record walks the record the careful way, which gives the errors. */
-static inline __attribute__((always_inline)) int parse_short_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *r)
+ALWAYS_INLINE int parse_short_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *r)
 {
     const uint8_t *q = d + *pos, *rec_end;
     int32_t length, offset_delta, key_len, value_len, ts;
@@ -318,7 +321,7 @@ static int parse_any_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, R
 
 /* One record at *pos, advancing it: the short way inlined where the walks call it, the careful
  * way (a call) for the others. */
-static inline __attribute__((always_inline)) int parse_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *r, Err *e)
+ALWAYS_INLINE int parse_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Rec *r, Err *e)
 {
     if (parse_short_record(d, end, pos, r))
         return 0;
