@@ -122,10 +122,9 @@ class KafkaConfig:
             self.get_int(name)
         self.get_bool("auto.create.topics.enable")
         for name in ("num.partitions", "transaction.state.log.num.partitions"):
-            if self.get_int(name) < 1:
+            if (count := self.get_int(name)) < 1:
                 raise InvalidConfigError(
-                    f"Invalid value {self.get_int(name)} for configuration {name}: Value must be at least 1"
-                )
+                    f"Invalid value {count} for configuration {name}: Value must be at least 1")
         if self.socket_request_max_bytes < 1:
             raise InvalidConfigError("socket.request.max.bytes must be at least 1")
 

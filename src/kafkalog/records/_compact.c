@@ -1457,6 +1457,15 @@ static int superseded_batch(const BatchEntry *e, const Latest *l, int64_t latest
     return !any_latest(l, e->base_offset, e->last_offset);
 }
 
+/* A batch dropped from its directory entry: its records counted as read, the keyed ones superseded,
+ * the others keyless -- what the record rule would have said of each. */
+static inline void drop_entry(const BatchEntry *e, long long *records, Dropped *dropped)
+{
+    *records += e->count;
+    dropped->superseded += e->keyed;
+    dropped->keyless += e->count - e->keyed;
+}
+
 /* The BatchEntry words of a directory buffer; -1 (ValueError set) when it holds something else. */
 static int directory_entries(const Py_buffer *dir, const BatchEntry **entries, Py_ssize_t *n)
 {
@@ -1565,9 +1574,7 @@ static PyObject *offset_map_filter_batches(PyObject *self, PyObject *args)
                 stop = STOP_BUDGET;
                 break;
             }
-            read += de->count;
-            dropped.superseded += de->keyed;
-            dropped.keyless += de->count - de->keyed;
+            drop_entry(de, &read, &dropped);
             at += (Py_ssize_t)size;
             continue;
         }
@@ -1746,7 +1753,8 @@ static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
     Latest lb = {(const uint8_t *)bits.buf, mapped_from, (int64_t)bits.len * 8};
     const int64_t *protected_offsets = (const int64_t *)prot.buf;
     Py_ssize_t n_protected = prot.len / 8;
-    long long records = 0, superseded = 0, keyless = 0;
+    long long records = 0;
+    Dropped dropped = {0, 0, 0, 0};
     int64_t at = position;
     int stop = STOP_END;
     Py_BEGIN_ALLOW_THREADS
@@ -1762,17 +1770,15 @@ static PyObject *offset_map_skip_superseded(PyObject *self, PyObject *args)
             chunk_bytes = 0;
         }
         chunk_bytes += (Py_ssize_t)size;
-        records += entries[i].count;
-        superseded += entries[i].keyed;
-        keyless += entries[i].count - entries[i].keyed;
+        drop_entry(&entries[i], &records, &dropped);
         at = entries[i].end;
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&dir);
     PyBuffer_Release(&bits);
     PyBuffer_Release(&prot);
-    return Py_BuildValue("(LiLLLn)", (long long)(at - position), stop, records, superseded, keyless,
-                         chunk_bytes);
+    return Py_BuildValue("(LiLLLn)", (long long)(at - position), stop, records, dropped.superseded,
+                         dropped.keyless, chunk_bytes);
 }
 
 static PyMethodDef module_methods[] = {

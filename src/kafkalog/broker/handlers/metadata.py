@@ -33,14 +33,13 @@ def _maybe_create(apis: Any, topic: str) -> ErrorCode:
         if topic == GROUP_METADATA_TOPIC_NAME:
             group_metadata_manager(apis).ensure_topic()
             return ErrorCode.none
+        configs = None
+        partitions = apis.config.num_partitions
         if topic == TRANSACTION_STATE_TOPIC_NAME:
             partitions = apis.config.get_int("transaction.state.log.num.partitions")
-            apis.log_manager.create_topic(topic, partitions, transaction_topic_configs(
-                apis.config.get_int("transaction.state.log.segment.bytes")))
-            log.info("Auto-created topic %s with %d partition(s)", topic, partitions)
-            return ErrorCode.none
-        apis.log_manager.create_topic(topic, apis.config.num_partitions)
-        log.info("Auto-created topic %s with %d partition(s)", topic, apis.config.num_partitions)
+            configs = transaction_topic_configs(apis.config.get_int("transaction.state.log.segment.bytes"))
+        apis.log_manager.create_topic(topic, partitions, configs)
+        log.info("Auto-created topic %s with %d partition(s)", topic, partitions)
     except TopicExistsError:
         pass
     except KafkaLogError as e:
