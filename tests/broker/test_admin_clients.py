@@ -221,6 +221,30 @@ def test_confluent_kafka_admin(kafkalog_broker):
     cluster = admin.describe_cluster().result(TIMEOUT_S)
     assert cluster.cluster_id == kafkalog_broker.server.apis.cluster_id
     assert cluster.controller.id == 1 and [n.port for n in cluster.nodes] == [kafkalog_broker.port]
+    assert cluster.authorized_operations is None  # not asked for
+    # No authorizer: every operation Kafka's ACLs support for the resource type.
+    ops = ck.admin.AclOperation
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(TIMEOUT_S)
+    assert set(cluster.authorized_operations) == {
+        ops.CREATE,
+        ops.CLUSTER_ACTION,
+        ops.DESCRIBE_CONFIGS,
+        ops.ALTER_CONFIGS,
+        ops.IDEMPOTENT_WRITE,
+        ops.ALTER,
+        ops.DESCRIBE,
+    }
+    described = admin.describe_topics(ck.TopicCollection(["ck-a"]), include_authorized_operations=True)
+    assert set(described["ck-a"].result(TIMEOUT_S).authorized_operations) == {
+        ops.READ,
+        ops.WRITE,
+        ops.CREATE,
+        ops.DESCRIBE,
+        ops.DELETE,
+        ops.ALTER,
+        ops.DESCRIBE_CONFIGS,
+        ops.ALTER_CONFIGS,
+    }
 
     _ck_wait(admin.delete_topics(["ck-a"], operation_timeout=TIMEOUT_S))
     assert not kafkalog_broker.server.log_manager.has_topic("ck-a")

@@ -152,6 +152,49 @@ def test_describe_cluster_endpoint_types(broker):
         assert wrong.error_code == ErrorCode.mismatched_endpoint_type
 
 
+# AclOperation codes, as the clients' enums number them: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,
+# DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+_TOPIC_OPS = {3, 4, 5, 6, 7, 8, 10, 11}
+_CLUSTER_OPS = {5, 7, 8, 9, 10, 11, 12}
+_NOT_ASKED = -(2**31)
+
+
+def _ops(field):
+    return {bit for bit in range(32) if field >> bit & 1}
+
+
+def test_authorized_operations_without_an_authorizer_are_all_the_supported_ones(broker):
+    """No authorizer: asked, a Kafka broker answers every operation AclEntry supports for the resource
+    type (also for a topic it does not know); not asked, the schema's default."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        assert _create(sock, "ops-t").error_code == ErrorCode.none
+        cls, mod = _raw.request_class(3, 10)
+        topics = tuple(mod.MetadataRequestTopic(name=n, topic_id=None) for n in ("ops-t", "ops-missing"))
+        for asked in (True, False):
+            response = _raw.request(
+                sock,
+                cls(
+                    topics=topics,
+                    allow_auto_topic_creation=False,
+                    include_cluster_authorized_operations=asked,
+                    include_topic_authorized_operations=asked,
+                ),
+            )
+            by_name = {t.name: t for t in response.topics}
+            assert by_name["ops-missing"].error_code == ErrorCode.unknown_topic_or_partition
+            for topic in by_name.values():
+                field = topic.topic_authorized_operations
+                assert _ops(field) == _TOPIC_OPS if asked else field == _NOT_ASKED
+            field = response.cluster_authorized_operations
+            assert _ops(field) == _CLUSTER_OPS if asked else field == _NOT_ASKED
+        cls, _ = _raw.request_class(60, 1)
+        for asked in (True, False):
+            field = _raw.request(
+                sock, cls(include_cluster_authorized_operations=asked, endpoint_type=1)
+            ).cluster_authorized_operations
+            assert _ops(field) == _CLUSTER_OPS if asked else field == _NOT_ASKED
+
+
 def test_configs_of_unknown_topic_and_broker_alter_refused(broker):
     with _raw.connect(broker.bootstrap_servers) as sock:
         cls, mod = _raw.request_class(32, 4)

@@ -377,6 +377,16 @@ def test_admin_clients_list_and_describe_groups(kafkalog_broker):
         assert sorted(m.client_id for m in description.members) == ["member-0", "member-1"]
         owned = sorted(tp.partition for m in description.members for tp in m.assignment.topic_partitions)
         assert owned == list(range(PARTITIONS))
+        assert description.authorized_operations is None  # not asked for
+        asked = cadmin.describe_consumer_groups([group], include_authorized_operations=True)[group]
+        ops = ck.admin.AclOperation
+        assert set(asked.result(10).authorized_operations) == {
+            ops.READ,
+            ops.DESCRIBE,
+            ops.DELETE,
+            ops.DESCRIBE_CONFIGS,
+            ops.ALTER_CONFIGS,
+        }
     finally:
         for m in members:
             m.close()

@@ -8,8 +8,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.authorized_operations import CLUSTER_OPERATIONS, NOT_REQUESTED, authorized_operations
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
@@ -32,7 +32,7 @@ async def handle_describe_cluster_request(apis: Any, request: RequestContext, bo
             cluster_id=apis.cluster_id,
             controller_id=-1,
             brokers=(),
-            cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+            cluster_authorized_operations=NOT_REQUESTED,
         )
     e = apis.endpoint
     brokers = (
@@ -47,5 +47,7 @@ async def handle_describe_cluster_request(apis: Any, request: RequestContext, bo
         cluster_id=apis.cluster_id,
         controller_id=apis.node_id,
         brokers=brokers,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=authorized_operations(
+            body.include_cluster_authorized_operations, CLUSTER_OPERATIONS
+        ),
     )

@@ -8,13 +8,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.authorized_operations import GROUP_OPERATIONS, authorized_operations
 from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
-
-_NO_OPERATIONS = -(2**31)  # authorized_operations when not asked for
 
 
 @handles(ApiKey.DESCRIBE_GROUPS, 0, 6)
@@ -24,6 +23,7 @@ async def handle_describe_groups_request(apis: Any, request: RequestContext, bod
     group_cls = nested_type(cls, "DescribedGroup")
     member_cls = nested_type(cls, "DescribedGroupMember")
     coordinator = group_coordinator(apis)
+    asked = version >= 3 and body.include_authorized_operations
     described = []
     for group_id in body.groups:
         error, summary = coordinator.describe_group(group_id)
@@ -56,7 +56,10 @@ async def handle_describe_groups_request(apis: Any, request: RequestContext, bod
                 protocol_type=summary.protocol_type if summary is not None else "",
                 protocol_data=summary.protocol if summary is not None else "",
                 members=members,
-                authorized_operations=_NO_OPERATIONS,
+                # Kafka fills the field only for groups described without an error.
+                authorized_operations=authorized_operations(
+                    asked and error == ErrorCode.none, GROUP_OPERATIONS
+                ),
             )
         )
     return build(cls, throttle_time=ZERO_DELAY, groups=tuple(described))

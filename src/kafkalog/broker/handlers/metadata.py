@@ -9,6 +9,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.authorized_operations import (
+    CLUSTER_OPERATIONS,
+    NOT_REQUESTED,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+)
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.group.manager_of import group_metadata_manager
 from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
@@ -22,9 +28,6 @@ from kafkalog.protocol.codec import response_type
 from kafkalog.storage.log_file_utils import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
-
-# Kafka's "authorized operations not requested" value.
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 def _maybe_create(apis: Any, topic: str) -> ErrorCode:
@@ -64,6 +67,13 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
     else:
         requested = [(t.name, getattr(t, "topic_id", None)) for t in body.topics]
     allow_create = apis.config.auto_create_topics_enable and getattr(body, "allow_auto_topic_creation", True)
+    # Asked for from v8; the cluster's field lives in DescribeCluster from v11.
+    topic_operations = authorized_operations(
+        getattr(body, "include_topic_authorized_operations", False), TOPIC_OPERATIONS
+    )
+    cluster_operations = authorized_operations(
+        getattr(body, "include_cluster_authorized_operations", False), CLUSTER_OPERATIONS
+    )
 
     topics = []
     for name, topic_id in requested:
@@ -79,7 +89,7 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
                         topic_id=topic_id or ZERO_UUID,
                         is_internal=False,
                         partitions=(),
-                        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                        topic_authorized_operations=NOT_REQUESTED,
                     )
                 )
                 continue
@@ -111,7 +121,7 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
                 topic_id=cache.topic_id(name) if error == ErrorCode.none else ZERO_UUID,
                 is_internal=name in INTERNAL_TOPICS,
                 partitions=partitions,
-                topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                topic_authorized_operations=topic_operations,
             )
         )
     endpoint = apis.endpoint
@@ -123,6 +133,6 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
         cluster_id=apis.cluster_id,
         controller_id=node,
         topics=tuple(topics),
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=cluster_operations,
         error_code=ErrorCode.none,
     )
