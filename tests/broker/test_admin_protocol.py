@@ -142,6 +142,44 @@ def test_delete_records_and_create_partitions_errors(broker):
         ]
 
 
+def test_requests_over_the_controllers_record_bound_create_nothing(broker):
+    """Kafka's controller writes at most 10,000 metadata records for one request (a topic, each of
+    its configs and partitions: one each): over that, every topic of the request gets
+    POLICY_VIOLATION and nothing is created — not 227 million partition directories."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        cls, mod = _raw.request_class(19, 7)
+
+        def creatable(name, partitions, configs=()):
+            return mod.CreatableTopic(
+                name=name,
+                num_partitions=partitions,
+                replication_factor=-1,
+                assignments=(),
+                configs=tuple(mod.CreatableTopicConfig(name=k, value=v) for k, v in configs),
+            )
+
+        big = (creatable("big-a", 9_998), creatable("big-b", 1, [("retention.ms", "1000")]))
+        response = _raw.request(sock, cls(topics=big, timeout=TIMEOUT, validate_only=False))
+        assert [(t.name, t.error_code) for t in response.topics] == [
+            ("big-a", ErrorCode.policy_violation),
+            ("big-b", ErrorCode.policy_violation),
+        ]
+        assert response.topics[0].error_message == "Unable to perform excessively large batch operation."
+        assert not broker.server.log_manager.has_topic("big-a")
+        # 10,000 records exactly (1 + 9,996, then 1 + 1 + 1) is within the bound
+        within = (creatable("fits-a", 9_996), creatable("fits-b", 1, [("retention.ms", "1000")]))
+        response = _raw.request(sock, cls(topics=within, timeout=TIMEOUT, validate_only=True))
+        assert [t.error_code for t in response.topics] == [ErrorCode.none, ErrorCode.none]
+
+        assert _create(sock, "grows").error_code == ErrorCode.none
+        cls, mod = _raw.request_class(37, 3)
+        for count, expected in ((227_437_535, ErrorCode.policy_violation), (10_001, ErrorCode.none)):
+            topics = (mod.CreatePartitionsTopic(name="grows", count=count, assignments=None),)
+            request = cls(topics=topics, timeout=TIMEOUT, validate_only=True)
+            assert [r.error_code for r in _raw.request(sock, request).results] == [expected]
+        assert broker.server.apis.metadata_cache.num_partitions("grows") == 1
+
+
 def test_describe_cluster_endpoint_types(broker):
     with _raw.connect(broker.bootstrap_servers) as sock:
         cls, _ = _raw.request_class(60, 1)
@@ -193,6 +231,28 @@ def test_authorized_operations_without_an_authorizer_are_all_the_supported_ones(
                 sock, cls(include_cluster_authorized_operations=asked, endpoint_type=1)
             ).cluster_authorized_operations
             assert _ops(field) == _CLUSTER_OPS if asked else field == _NOT_ASKED
+
+
+def test_metadata_before_v12_refuses_topic_ids_and_null_names_per_topic(broker):
+    """v10-v11 carry a topic id and a nullable name but may use neither: Kafka answers every topic
+    with INVALID_REQUEST (a null name as ""), keeping the connection."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        cls, mod = _raw.request_class(3, 11)
+        for topic in (
+            mod.MetadataRequestTopic(name=None, topic_id=None),
+            mod.MetadataRequestTopic(name="x", topic_id=uuid.uuid4()),
+        ):
+            request = cls(
+                topics=(topic, mod.MetadataRequestTopic(name="other", topic_id=None)),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+            response = _raw.request(sock, request)
+            assert [(t.name, t.error_code) for t in response.topics] == [
+                (topic.name or "", ErrorCode.invalid_request),
+                ("other", ErrorCode.invalid_request),
+            ]
+        _metadata_topic_ids(sock)  # the connection still serves
 
 
 def test_configs_of_unknown_topic_and_broker_alter_refused(broker):

@@ -34,15 +34,12 @@ def _fetch(
     correlation_id=1,
 ):
     cls, mod = _raw.request_class(1, version)
+    optional = {"current_leader_epoch": -1, "log_start_offset": -1, "last_fetched_epoch": -1}
     partition = mod.FetchPartition(
         partition=0,
         fetch_offset=offset,
         partition_max_bytes=partition_max_bytes,
-        **(
-            {"current_leader_epoch": -1, "log_start_offset": -1, "last_fetched_epoch": -1}
-            if version >= 12
-            else {}
-        ),
+        **{k: v for k, v in optional.items() if k in mod.FetchPartition.__dataclass_fields__},
     )
     fetch_topic = (
         mod.FetchTopic(topic_id=topic_id, partitions=(partition,))
@@ -179,6 +176,17 @@ def test_offset_out_of_range_and_unknown_topic(broker):
         assert p.error_code == ErrorCode.offset_out_of_range
         _, p = _fetch(sock, "nope", 0, max_wait_ms=2000)
         assert p.error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_every_version_by_name_answers_the_records(broker):
+    """v4-v6 have no session fields (KIP-227 came in v7), v7-v12 do: all served the same."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "versions")
+        _produce(sock, "versions", _batch(3))
+        for version in range(4, 13):
+            _, p = _fetch(sock, "versions", 1, version=version)
+            assert p.error_code == ErrorCode.none and p.high_watermark == 3, version
+            assert [r.offset for r in MemoryRecords(p.records).records()] == [0, 1, 2], version
 
 
 def test_fetch_by_topic_id_and_unknown_topic_id(broker):

@@ -15,6 +15,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from kafkalog.errors import InvalidRequestError, UnsupportedVersionError
+from kafkalog.protocol.request_bounds import check_request_body
 
 __all__ = ["decode_request", "encode_response", "request_type", "response_type"]
 
@@ -60,6 +61,10 @@ def _writer(cls: type[Any]) -> Any:
 def decode_request(api_key: int, api_version: int, frame: memoryview, offset: int) -> Any:
     """The request body at ``frame[offset:]`` as kio's dataclass for that API and version."""
     cls = request_type(api_key, api_version)
+    try:
+        check_request_body(cls, frame, offset)  # kio would size arrays by a forged count
+    except InvalidRequestError as e:
+        raise InvalidRequestError(f"Cannot parse {cls.__name__} v{api_version} body: {e}") from None
     try:
         entity, _size = _reader(cls)(frame, offset)
     except Exception as e:  # kio raises its own and builtin errors on bad bytes

@@ -9,6 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.controller_limits import EXCESSIVE_BATCH_MESSAGE, exceeds_user_op_limit
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
@@ -55,6 +56,23 @@ async def handle_create_partitions_request(apis: Any, request: RequestContext, b
     cls = response_type(ApiKey.CREATE_PARTITIONS, request.api_version)
     result_cls = nested_type(cls, "CreatePartitionsTopicResult")
     counts = Counter(t.name for t in body.topics)
+    cache = apis.metadata_cache
+    added = sum(
+        max(0, t.count - cache.num_partitions(t.name))  # one PartitionRecord per new partition
+        for t in body.topics
+        if counts[t.name] == 1 and cache.contains(t.name)
+    )
+    if exceeds_user_op_limit(added):
+        refused = (
+            build(
+                result_cls,
+                name=t.name,
+                error_code=ErrorCode.policy_violation,
+                error_message=EXCESSIVE_BATCH_MESSAGE,
+            )
+            for t in body.topics
+        )
+        return build(cls, throttle_time=ZERO_DELAY, results=tuple(refused))
     results = []
     for topic in body.topics:
         error: ErrorCode

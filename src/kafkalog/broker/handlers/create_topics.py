@@ -13,6 +13,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.config_helper import describe_topic_configs
+from kafkalog.broker.controller_limits import EXCESSIVE_BATCH_MESSAGE, exceeds_user_op_limit
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.metadata_cache import ZERO_UUID
@@ -81,6 +82,20 @@ def _configs(topic: Any) -> dict[str, str]:
     return configs
 
 
+def _metadata_records(apis: Any, topics: Any, counts: Counter[str]) -> int:
+    """How many metadata records Kafka's controller would write for the topics it can create: one
+    per topic, per config and per partition."""
+    records = 0
+    for topic in topics:
+        if counts[topic.name] > 1 or apis.metadata_cache.contains(topic.name):
+            continue
+        try:
+            records += 1 + len(topic.configs) + _partition_count(apis, topic)
+        except _Refused:
+            continue
+    return records
+
+
 @handles(ApiKey.CREATE_TOPICS, 2, 7)
 async def handle_create_topics_request(apis: Any, request: RequestContext, body: Any) -> Any:
     cls = response_type(ApiKey.CREATE_TOPICS, request.api_version)
@@ -88,6 +103,22 @@ async def handle_create_topics_request(apis: Any, request: RequestContext, body:
     config_cls = nested_type(cls, "CreatableTopicConfigs")
     log_manager: LogManager = apis.log_manager
     counts = Counter(t.name for t in body.topics)
+    if exceeds_user_op_limit(_metadata_records(apis, body.topics, counts)):
+        refused = tuple(
+            build(
+                result_cls,
+                name=t.name,
+                topic_id=ZERO_UUID,
+                error_code=ErrorCode.policy_violation,
+                error_message=EXCESSIVE_BATCH_MESSAGE,
+                topic_config_error_code=0,
+                num_partitions=-1,
+                replication_factor=-1,
+                configs=(),
+            )
+            for t in body.topics
+        )
+        return build(cls, throttle_time=ZERO_DELAY, topics=refused)
     results = []
     for topic in body.topics:
         error, message, partitions, config_entries = ErrorCode.none, None, -1, ()

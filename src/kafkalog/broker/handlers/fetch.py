@@ -43,10 +43,9 @@ def _replica_id(body: Any) -> int:
 @handles(ApiKey.FETCH, 4, 18)
 async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) -> Any:
     version = request.api_version
-    if body.session_id != 0 or _replica_id(body) >= 0:
-        error = (
-            ErrorCode.fetch_session_id_not_found if body.session_id != 0 else ErrorCode.unknown_server_error
-        )
+    session_id = getattr(body, "session_id", 0)  # from v7
+    if session_id != 0 or _replica_id(body) >= 0:
+        error = ErrorCode.fetch_session_id_not_found if session_id != 0 else ErrorCode.unknown_server_error
         return encode_fetch_response(version, (), error_code=error)
     cache = apis.metadata_cache
     by_id = version >= 13

@@ -51,6 +51,32 @@ def _maybe_create(apis: Any, topic: str) -> ErrorCode:
     return ErrorCode.none
 
 
+def _invalid_request_response(cls: Any, topic_cls: Any, requested: list[tuple[str | None, Any]]) -> Any:
+    """Kafka's ``MetadataRequest.getErrorResponse``: every topic named ("" for null) with the error."""
+    topics = tuple(
+        build(
+            topic_cls,
+            error_code=ErrorCode.invalid_request,
+            name=name or "",
+            topic_id=topic_id or ZERO_UUID,
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=NOT_REQUESTED,
+        )
+        for name, topic_id in requested
+    )
+    return build(
+        cls,
+        throttle_time=ZERO_DELAY,
+        brokers=(),
+        cluster_id=None,
+        controller_id=-1,
+        topics=topics,
+        cluster_authorized_operations=NOT_REQUESTED,
+        error_code=ErrorCode.none,
+    )
+
+
 @handles(ApiKey.METADATA, 0, 13)
 async def handle_topic_metadata_request(apis: Any, request: RequestContext, body: Any) -> Any:
     version = request.api_version
@@ -66,6 +92,9 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
         requested = [(name, None) for name in cache.topics()]
     else:
         requested = [(t.name, getattr(t, "topic_id", None)) for t in body.topics]
+        if version < 12 and any(n is None or (i is not None and i != ZERO_UUID) for n, i in requested):
+            # v10-v11 carry topic ids but may not use them (Kafka: INVALID_REQUEST for each topic).
+            return _invalid_request_response(cls, topic_cls, requested)
     allow_create = apis.config.auto_create_topics_enable and getattr(body, "allow_auto_topic_creation", True)
     # Asked for from v8; the cluster's field lives in DescribeCluster from v11.
     topic_operations = authorized_operations(
