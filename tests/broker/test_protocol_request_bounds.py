@@ -81,9 +81,9 @@ def test_valid_bodies_pass_and_end_where_kio_ends_them(api_key: int, version: in
     for _ in range(25):
         body = _encode(_entity(rng, cls))
         frame = memoryview(b"HDR" + body)
-        end = check_request_body(cls, frame, 3)
+        checked = check_request_body(cls, frame, 3)
         _entity_read, size = entity_reader(cls)(frame, 3)
-        assert end == 3 + size == len(frame)
+        assert checked.frame is frame and checked.end == 3 + size == len(frame)
         decode_request(api_key, version, frame, 3)
 
 
@@ -114,6 +114,30 @@ def test_a_known_tagged_field_is_checked_inside_its_size() -> None:
     body[tagged_at:] = b"\x01\x00\x03\x33ab"  # one tag: 0, size 3, compact length 50 - 1
     with pytest.raises(InvalidRequestError, match="cluster_id: 50 bytes announced, 2 left"):
         check_request_body(cls, memoryview(bytes(body)), 0)
+
+
+def test_tagged_fields_the_schema_does_not_know_are_skipped_as_kafka_skips_them() -> None:
+    """A newer client may send tags this version's schema lacks: Kafka's parsers skip them, kio's
+    would refuse the request, so they are dropped before kio reads it, in every struct's section."""
+    cls = request_type(1, 12)  # Fetch v12: the request knows tag 0 (cluster_id) only
+    entity = _entity(random.Random(5), cls)
+    entity = dataclasses.replace(entity, cluster_id="c1", topics=entity.topics[:1] or entity.topics)
+    body = _encode(entity)
+    assert body[-1] != 0  # the top-level section ends the body: count 1, tag 0, size, "c1"
+    section = body.rindex(b"\x01\x00\x03\x03c1")
+    forged = body[:section] + b"\x03\x00\x03\x03c1" + b"\x05\x02zz" + b"\x7f\x00"
+    with pytest.raises(Exception, match=r"(?i)tag"):
+        entity_reader(cls)(memoryview(forged), 0)  # kio alone refuses it
+    checked = check_request_body(cls, memoryview(forged), 0)
+    assert checked.unknown_tags == 2 and bytes(checked.frame) == body
+    assert decode_request(1, 12, memoryview(forged), 0) == entity
+    # Metadata v12, one topic whose own section carries an unknown tag 9 (one byte, "z").
+    topic_id = uuid.uuid4()
+    known = b"\x02" + topic_id.bytes + b"\x02a" + b"\x00" + b"\x01\x00" + b"\x00"
+    nested = b"\x02" + topic_id.bytes + b"\x02a" + b"\x01\x09\x01z" + b"\x01\x00" + b"\x00"
+    request = decode_request(3, 12, memoryview(nested), 0)
+    assert request == decode_request(3, 12, memoryview(known), 0)
+    assert [(t.topic_id, t.name) for t in request.topics] == [(topic_id, "a")]
 
 
 _FUZZ_CHILD = r"""

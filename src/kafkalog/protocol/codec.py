@@ -62,7 +62,8 @@ def decode_request(api_key: int, api_version: int, frame: memoryview, offset: in
     """The request body at ``frame[offset:]`` as kio's dataclass for that API and version."""
     cls = request_type(api_key, api_version)
     try:
-        check_request_body(cls, frame, offset)  # kio would size arrays by a forged count
+        # kio would size arrays by a forged count, and refuses tagged fields it does not know
+        frame = check_request_body(cls, frame, offset).frame
     except InvalidRequestError as e:
         raise InvalidRequestError(f"Cannot parse {cls.__name__} v{api_version} body: {e}") from None
     try:

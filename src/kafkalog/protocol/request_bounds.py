@@ -12,7 +12,8 @@ is checked against the bytes left in the frame before anything is read past it.
 A plan is compiled once per message class: per field, a fixed width, a string or bytes (nullable or
 not), an array (of fixed-width values, strings or structs) or a struct; flexible versions add the
 compact encodings and each struct's tagged-field section, whose known tags are checked inside their
-announced size.
+announced size. Kafka skips a tag it does not know (a newer client's); kio refuses the request, so
+such tags are cut from the body, and their section's count lowered, before kio reads it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Union
 
 from kafkalog.errors import InvalidRequestError
 
-__all__ = ["check_request_body"]
+__all__ = ["CheckedBody", "check_request_body"]
 
 _FIXED = {
     "bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "int64": 8, "float64": 8,
@@ -89,11 +90,13 @@ def _plan(cls: Any) -> _Plan:
 class _Walk:
     """One pass over ``buf[pos:end]``; raises ``InvalidRequestError`` at the first violation."""
 
-    __slots__ = ("buf", "end", "path", "pos")
+    __slots__ = ("buf", "edits", "end", "path", "pos")
 
     def __init__(self, buf: memoryview, pos: int, end: int) -> None:
         self.buf, self.pos, self.end = buf, pos, end
         self.path: list[str] = []
+        # (start, end, replacement): unknown tagged fields to drop, their sections' counts to lower
+        self.edits: list[tuple[int, int, bytes]] = []
 
     def fail(self, what: str) -> typing.NoReturn:
         where = ".".join(self.path) or "body"
@@ -142,15 +145,29 @@ class _Walk:
             self.tagged_fields(plan)
 
     def tagged_fields(self, plan: _Plan) -> None:
-        for _ in range(self.uvarint()):
+        count_at = self.pos
+        count = self.uvarint()
+        count_end = self.pos
+        unknown: list[tuple[int, int, bytes]] = []
+        for _ in range(count):
+            entry_at = self.pos
             tag = self.uvarint()
             size = self.uvarint()
             start = self.take(size)
             op = plan.tagged.get(tag)
-            if op is not None:  # a known tag's value is read, so it is checked, inside its size
+            if op is None:  # Kafka skips a tag it does not know; kio would refuse the request
+                unknown.append((entry_at, start + size, b""))
+            else:  # a known tag's value is read, so it is checked, inside its size
                 outer_end, self.pos, self.end = self.end, start, start + size
+                edits = len(self.edits)
                 self.field(op, True)
+                # Unknown tags nested in a known tag's value stay (dropping them would change the
+                # size before it): kio refuses those requests, as before.
+                del self.edits[edits:]
                 self.pos, self.end = start + size, outer_end
+        if unknown:
+            self.edits.append((count_at, count_end, _uvarint(count - len(unknown))))
+            self.edits.extend(unknown)
 
     def field(self, op: _Op, flexible: bool) -> None:
         kind, name, nullable, detail = op
@@ -182,9 +199,38 @@ class _Walk:
         self.path.pop()
 
 
-def check_request_body(cls: Any, frame: memoryview, offset: int) -> int:
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CheckedBody:
+    """``frame`` holds the body at the same offset, without tagged fields the schema does not know
+    (a new frame only when there were some); the body ends at ``end``."""
+
+    frame: memoryview
+    end: int
+    unknown_tags: int
+
+
+def check_request_body(cls: Any, frame: memoryview, offset: int) -> CheckedBody:
     """Raise ``InvalidRequestError`` unless every length in ``frame[offset:]`` fits the frame and
-    every null is where ``cls``'s schema allows one; return where the body ends."""
+    every null is where ``cls``'s schema allows one."""
     walk = _Walk(frame, offset, len(frame))
     walk.struct(_plan(cls))
-    return walk.pos
+    if not walk.edits:
+        return CheckedBody(frame, walk.pos, 0)
+    out = bytearray()
+    at = 0
+    for start, end, replacement in walk.edits:  # in walk order: positions only grow
+        out += frame[at:start]
+        out += replacement
+        at = end
+    out += frame[at:]
+    unknown = sum(1 for _, _, replacement in walk.edits if not replacement)
+    return CheckedBody(memoryview(bytes(out)), walk.pos - (len(frame) - len(out)), unknown)
