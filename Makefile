@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint install clean check-java
+.PHONY: demo test bench lint install tools clean check-java
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,13 @@ $(STAMP): pyproject.toml setup.py $(wildcard src/kafkalog/records/*.c src/kafkal
 
 install: $(STAMP)
 
+# kcat (librdkafka's command-line client) is one of the clients the broker tests run: Debian's package.
+tools:
+	@command -v kcat >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get install -y -qq kcat >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq kcat; }; \
+	  else echo "kcat is needed by the broker tests: sudo apt-get install kcat"; fi; }
+
 check-java:
 	@command -v java >/dev/null 2>&1 || { \
 	  echo "Java 17+ is required for the Spark parts: apt-get install -y openjdk-17-jre-headless"; exit 1; }
@@ -24,7 +31,7 @@ check-java:
 demo: install check-java
 	$(BIN)/kafkalog demo
 
-test: install check-java
+test: install tools check-java
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy src
 	$(BIN)/python -m pytest -q

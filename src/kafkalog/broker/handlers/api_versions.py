@@ -17,11 +17,25 @@ from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_ty
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import encode_response, response_type
 
+# Kafka 4 serves Produce from v3 (KIP-896) but advertises it from v0 (KAFKA-18659): older librdkafka
+# (2.0.2, kcat 1.7.1's, among them) enables gzip, snappy and lz4 only when the broker lists
+# Produce v0, and otherwise sends every batch uncompressed. A v0-v2 request is still refused (the
+# connection is closed, as for any version not served).
+PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION = 0
+
+
+def advertised_versions(apis: Any) -> list[tuple[int, int, int]]:
+    """(api_key, min, max) as ApiVersions lists them: what the handlers serve, Produce from v0."""
+    return [
+        (k, PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION if k == ApiKey.PRODUCE else lo, hi)
+        for k, lo, hi in apis.supported_versions()
+    ]
+
 
 def unsupported_version_response(apis: Any) -> bytes:
     """The v0 body with error 35 and our table."""
     keys = tuple(
-        ApiVersionV0(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in apis.supported_versions()
+        ApiVersionV0(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in advertised_versions(apis)
     )
     return encode_response(ApiVersionsResponseV0(error_code=ErrorCode.unsupported_version, api_keys=keys))
 
@@ -31,6 +45,6 @@ async def handle_api_versions_request(apis: Any, request: RequestContext, body: 
     cls = response_type(ApiKey.API_VERSIONS, request.api_version)
     api_version_cls = nested_type(cls, "ApiVersion")
     keys = tuple(
-        api_version_cls(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in apis.supported_versions()
+        api_version_cls(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in advertised_versions(apis)
     )
     return build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=ZERO_DELAY)
