@@ -3,6 +3,7 @@ get OUT_OF_ORDER_SEQUENCE_NUMBER, and each failure gets Kafka's per-partition er
 
 from __future__ import annotations
 
+import struct
 from datetime import timedelta
 
 import pytest
@@ -124,6 +125,32 @@ def test_per_partition_error_codes(broker):
         assert _produce(sock, "errs", _batch(1), acks=2).error_code == ErrorCode.invalid_required_acks
         ok = _produce(sock, "errs", _batch(2))
         assert (ok.error_code, ok.base_offset) == (ErrorCode.none, 0)
+
+
+def _with_size(batch: bytes, size: int) -> bytes:
+    return batch[:8] + struct.pack(">i", size) + batch[12:]
+
+
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    [
+        (b"", ErrorCode.invalid_record),  # no batch at all
+        (b"\x00" * 11, ErrorCode.invalid_record),  # shorter than offset + size: no batch
+        (_batch(1)[:40], ErrorCode.invalid_record),  # a batch cut short is no batch
+        (_with_size(_batch(1), 13), ErrorCode.corrupt_message),  # a size below any batch's
+        (_batch(1)[:16] + b"\x07" + _batch(1)[17:], ErrorCode.corrupt_message),  # magic 7
+        (_batch(1)[:16] + b"\x01" + _batch(1)[17:], ErrorCode.invalid_record),  # magic 1 in v3+
+        (_batch(1) + _batch(1), ErrorCode.invalid_record),  # two batches
+        (_batch(1) + b"\x00" * 5, ErrorCode.invalid_record),  # a batch and a tail
+    ],
+)
+def test_records_that_are_not_exactly_one_v2_batch(broker, records, expected):
+    """Kafka's ProduceRequest.validateRecords, with the batches read as its ByteBufferLogInputStream
+    reads them: the partition gets the error, the connection stays."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "shapes")
+        assert _produce(sock, "shapes", records).error_code == expected
+        assert _produce(sock, "shapes", _batch(1)).error_code == ErrorCode.none
 
 
 def test_acks_zero_sends_no_response(broker):

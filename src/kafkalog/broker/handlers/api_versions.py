@@ -11,6 +11,7 @@ from typing import Any
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16
 
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
@@ -35,7 +36,8 @@ def advertised_versions(apis: Any) -> list[tuple[int, int, int]]:
 def unsupported_version_response(apis: Any) -> bytes:
     """The v0 body with error 35 and our table."""
     keys = tuple(
-        ApiVersionV0(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in advertised_versions(apis)
+        ApiVersionV0(api_key=i16(k), min_version=i16(lo), max_version=i16(hi))
+        for k, lo, hi in advertised_versions(apis)
     )
     return encode_response(ApiVersionsResponseV0(error_code=ErrorCode.unsupported_version, api_keys=keys))
 

@@ -31,32 +31,57 @@ _ATTRIBUTES_OFFSET = 21
 _ZSTD = 4
 
 
+_LOG_OVERHEAD = 12  # offset + size
+_RECORD_OVERHEAD_V0 = 14  # the smallest a batch's size field may say
+
+
 def _validate_records(version: int, records: memoryview) -> PartitionResponse | None:
-    """v3+ carries exactly one magic-2 batch; zstd needs v7+ (Kafka's ``ProduceRequest.validateRecords``)."""
-    if len(records) < _ATTRIBUTES_OFFSET + 2:
-        return None  # too short to be a batch: the storage validator reports it as corrupt
-    if records[_MAGIC_OFFSET] != 2:
+    """v3+ carries exactly one magic-2 batch; zstd needs v7+ (Kafka's ``ProduceRequest.validateRecords``,
+    reading the batches as ``ByteBufferLogInputStream`` does: a batch cut short is no batch)."""
+
+    def invalid(message: str) -> PartitionResponse:
+        return PartitionResponse(ErrorCode.invalid_record, error_message=message)
+
+    no_batch = invalid(
+        f"Produce requests with version {version} must have at least one record batch per partition"
+    )
+    if len(records) < _LOG_OVERHEAD:
+        return no_batch
+    (length,) = _BATCH_LENGTH.unpack_from(records, 8)
+    if length < _RECORD_OVERHEAD_V0:
         return PartitionResponse(
-            ErrorCode.invalid_record,
+            ErrorCode.corrupt_message,
             error_message=(
-                f"Produce requests with version {version} are only allowed to contain record batches "
-                "with magic version 2"
+                f"Record size {length} is less than the minimum record overhead ({_RECORD_OVERHEAD_V0})"
             ),
         )
-    (length,) = _BATCH_LENGTH.unpack_from(records, 8)
-    if length >= 0 and 12 + length < len(records):
+    if len(records) <= _MAGIC_OFFSET:
+        return no_batch
+    magic = records[_MAGIC_OFFSET]
+    if magic > 2:  # a signed byte: 128-255 are negative
         return PartitionResponse(
-            ErrorCode.invalid_record,
-            error_message=(
-                "Produce requests with version 3 and later are only allowed to contain exactly one "
-                "record batch"
-            ),
+            ErrorCode.corrupt_message,
+            error_message=f"Invalid magic found in record: {magic - 256 if magic > 127 else magic}",
+        )
+    if len(records) < _LOG_OVERHEAD + length:
+        return no_batch
+    if magic != 2:
+        return invalid(
+            f"Produce requests with version {version} are only allowed to contain record batches "
+            "with magic version 2"
+        )
+    if _LOG_OVERHEAD + length < len(records):
+        return invalid(
+            f"Produce requests with version {version} are only allowed to contain exactly one "
+            "record batch per partition"
         )
     (attributes,) = _ATTRIBUTES.unpack_from(records, _ATTRIBUTES_OFFSET)
     if attributes & 0x07 == _ZSTD and version < 7:
         return PartitionResponse(
             ErrorCode.unsupported_compression_type,
-            error_message=("Produce requests with version < 7 may not use ZStandard compression"),
+            error_message=(
+                f"Produce requests with version {version} are not allowed to use ZStandard compression"
+            ),
         )
     return None
 
