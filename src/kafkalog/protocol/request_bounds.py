@@ -25,6 +25,7 @@ from functools import cache
 from typing import Any, Union
 
 from kafkalog.errors import InvalidRequestError
+from kafkalog.protocol.primitives import Reader, write_uvarint
 
 __all__ = ["CheckedBody", "check_request_body"]
 
@@ -88,50 +89,32 @@ def _plan(cls: Any) -> _Plan:
 
 
 class _Walk:
-    """One pass over ``buf[pos:end]``; raises ``InvalidRequestError`` at the first violation."""
+    """One pass over a body through a bounds-checked ``Reader``; raises ``InvalidRequestError`` at
+    the first violation, naming the field."""
 
-    __slots__ = ("buf", "edits", "end", "path", "pos")
+    __slots__ = ("edits", "path", "reader")
 
-    def __init__(self, buf: memoryview, pos: int, end: int) -> None:
-        self.buf, self.pos, self.end = buf, pos, end
+    def __init__(self, frame: memoryview, offset: int) -> None:
+        self.reader = Reader(frame, offset)
         self.path: list[str] = []
         # (start, end, replacement): unknown tagged fields to drop, their sections' counts to lower
         self.edits: list[tuple[int, int, bytes]] = []
 
     def fail(self, what: str) -> typing.NoReturn:
         where = ".".join(self.path) or "body"
-        raise InvalidRequestError(f"{where}: {what} at position {self.pos}")
+        raise InvalidRequestError(f"{where}: {what} at position {self.reader.pos}")
 
     def take(self, n: int) -> int:
-        start = self.pos
-        if n > self.end - start:
-            self.fail(f"{n} bytes announced, {self.end - start} left")
-        self.pos = start + n
+        start, left = self.reader.pos, self.reader.remaining()
+        if n > left:
+            self.fail(f"{n} bytes announced, {left} left")
+        self.reader.pos = start + n
         return start
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        buf, pos = self.buf, self.pos
-        while True:
-            if pos >= self.end:
-                self.fail("unsigned varint cut short")
-            b = buf[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                self.pos = pos
-                return value
-            shift += 7
-            if shift > 28:
-                self.fail("unsigned varint longer than five bytes")
-
-    def signed(self, width: int) -> int:
-        start = self.take(width)
-        return int.from_bytes(self.buf[start : start + width], "big", signed=True)
 
     def length(self, flexible: bool, width: int, nullable: bool, what: str) -> int:
         """A string's, bytes' or array's length; -1 for null."""
-        n = self.uvarint() - 1 if flexible else self.signed(width)
+        r = self.reader
+        n = r.uvarint() - 1 if flexible else (r.int16() if width == 2 else r.int32())
         if n < -1:
             self.fail(f"negative {what} length {n}")
         if n == -1 and not nullable:
@@ -145,28 +128,31 @@ class _Walk:
             self.tagged_fields(plan)
 
     def tagged_fields(self, plan: _Plan) -> None:
-        count_at = self.pos
-        count = self.uvarint()
-        count_end = self.pos
+        r = self.reader
+        count_at = r.pos
+        count = r.uvarint()
+        count_end = r.pos
         unknown: list[tuple[int, int, bytes]] = []
         for _ in range(count):
-            entry_at = self.pos
-            tag = self.uvarint()
-            size = self.uvarint()
+            entry_at = r.pos
+            tag = r.uvarint()
+            size = r.uvarint()
             start = self.take(size)
             op = plan.tagged.get(tag)
             if op is None:  # Kafka skips a tag it does not know; kio would refuse the request
                 unknown.append((entry_at, start + size, b""))
             else:  # a known tag's value is read, so it is checked, inside its size
-                outer_end, self.pos, self.end = self.end, start, start + size
+                self.reader = Reader(r.view[: start + size], start)
                 edits = len(self.edits)
                 self.field(op, True)
                 # Unknown tags nested in a known tag's value stay (dropping them would change the
                 # size before it): kio refuses those requests, as before.
                 del self.edits[edits:]
-                self.pos, self.end = start + size, outer_end
+                self.reader = r
         if unknown:
-            self.edits.append((count_at, count_end, _uvarint(count - len(unknown))))
+            count_bytes = bytearray()
+            write_uvarint(count_bytes, count - len(unknown))
+            self.edits.append((count_at, count_end, bytes(count_bytes)))
             self.edits.extend(unknown)
 
     def field(self, op: _Op, flexible: bool) -> None:
@@ -178,34 +164,22 @@ class _Walk:
         if kind == _ARRAY:
             n = self.length(flexible, 4, nullable, "array")
             # Kafka's rule: every element takes at least one byte.
-            if n > self.end - self.pos:
-                self.fail(f"array of {n} elements with only {self.end - self.pos} bytes left")
+            if n > self.reader.remaining():
+                self.fail(f"array of {n} elements with only {self.reader.remaining()} bytes left")
             if n > 0 and detail[0] == _WIDTH:
                 self.take(n * detail[3])
             else:
                 for _ in range(n):
                     self.field(detail, flexible)
         elif kind == _STRUCT:
-            if nullable and self.signed(1) < 0:
-                pass  # Kafka's null struct marker: -1, nothing follows
-            else:
+            if not (nullable and self.reader.int8() < 0):  # Kafka's null struct marker: -1
                 self.struct(detail)
         else:
-            n = self.length(
-                flexible, 2 if kind == _STRING else 4, nullable, "string" if kind == _STRING else "bytes"
-            )
+            is_string = kind == _STRING
+            n = self.length(flexible, 2 if is_string else 4, nullable, "string" if is_string else "bytes")
             if n > 0:
                 self.take(n)
         self.path.pop()
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -221,10 +195,11 @@ class CheckedBody:
 def check_request_body(cls: Any, frame: memoryview, offset: int) -> CheckedBody:
     """Raise ``InvalidRequestError`` unless every length in ``frame[offset:]`` fits the frame and
     every null is where ``cls``'s schema allows one."""
-    walk = _Walk(frame, offset, len(frame))
+    walk = _Walk(frame, offset)
     walk.struct(_plan(cls))
+    end = walk.reader.pos
     if not walk.edits:
-        return CheckedBody(frame, walk.pos, 0)
+        return CheckedBody(frame, end, 0)
     out = bytearray()
     at = 0
     for start, end, replacement in walk.edits:  # in walk order: positions only grow
@@ -233,4 +208,4 @@ def check_request_body(cls: Any, frame: memoryview, offset: int) -> CheckedBody:
         at = end
     out += frame[at:]
     unknown = sum(1 for _, _, replacement in walk.edits if not replacement)
-    return CheckedBody(memoryview(bytes(out)), walk.pos - (len(frame) - len(out)), unknown)
+    return CheckedBody(memoryview(bytes(out)), end - (len(frame) - len(out)), unknown)
