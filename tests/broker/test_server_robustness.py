@@ -115,3 +115,57 @@ def test_frame_over_socket_request_max_bytes_closed(kafkalog_broker):
         sock.sendall(struct.pack(">i", 4097) + b"\x00" * 4097)
         assert _raw.is_closed(sock)
     _metadata_works(bootstrap)
+
+
+def test_running_out_of_file_handles_logs_a_warning_not_a_storm(tmp_path):
+    """With its file-handle limit reached, the broker cannot accept: asyncio would log a traceback
+    for every failed accept (tens of thousands a minute); the broker logs one warning per interval,
+    keeps serving the connections it has, and accepts again once handles are free."""
+    import resource
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafkalog.cli", "serve", "--data-dir", str(tmp_path / "d"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=low_limit,
+    )
+    clients: list[socket.socket] = []
+    try:
+        line = proc.stdout.readline()
+        assert "serving" in line, line
+        bootstrap = line.rsplit(" on ", 1)[1].strip()
+        host, port = bootstrap.rsplit(":", 1)
+        for _ in range(80):  # more than the limit: the kernel queues them, accept fails
+            clients.append(socket.create_connection((host, int(port)), timeout=5))
+        time.sleep(3)
+        for c in clients:
+            c.close()
+        clients.clear()
+        deadline = time.monotonic() + 30
+        while True:  # accepting again once the handles are back
+            try:
+                _metadata_works(bootstrap)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the broker did not accept again"
+                time.sleep(0.5)
+    finally:
+        for c in clients:
+            c.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    assert 1 <= stderr.count("Cannot accept connections") <= 3, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]

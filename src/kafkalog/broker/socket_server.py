@@ -15,7 +15,9 @@ import contextlib
 import itertools
 import logging
 import socket
-from typing import IO, TYPE_CHECKING, cast
+import time
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from kafkalog.broker.file_region import FileRegion
 from kafkalog.errors import InvalidRequestError
@@ -30,6 +32,40 @@ __all__ = ["SocketServer"]
 log = logging.getLogger(__name__)
 
 WRITE_BUFFER_HIGH = 4 * 1024 * 1024
+_ExceptionHandler = Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object]
+
+
+class _AcceptFailureLog:
+    """When file handles run out, asyncio reports every failed accept with a traceback — up to a
+    backlog's worth per readiness event, and again at each retry: tens of thousands of lines a
+    minute. One warning per ``interval_s`` instead (with how many were folded into it); asyncio
+    itself pauses accepting for a second and retries. Anything else goes to the previous handler."""
+
+    MESSAGE = "socket.accept() out of system resource"
+
+    def __init__(self, previous: _ExceptionHandler | None, interval_s: float = 5.0) -> None:
+        self._previous = previous
+        self._interval_s = interval_s
+        self._last = -interval_s
+        self._folded = 0
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") != self.MESSAGE:
+            if self._previous is not None:
+                self._previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+            return
+        now = time.monotonic()
+        if now - self._last < self._interval_s:
+            self._folded += 1
+            return
+        log.warning(
+            "Cannot accept connections: %s (%d more such failures since the last warning); retrying",
+            context.get("exception"),
+            self._folded,
+        )
+        self._last, self._folded = now, 0
 
 
 class SocketServer:
@@ -53,6 +89,8 @@ class SocketServer:
         return int(sockname[1])
 
     async def start(self, host: str, port: int) -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(_AcceptFailureLog(loop.get_exception_handler()))
         self._server = await asyncio.start_server(
             self._serve_connection, host or None, port, reuse_address=True, limit=64 * 1024
         )
