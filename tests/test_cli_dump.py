@@ -307,3 +307,29 @@ def test_verify_errors_are_one_line(tmp_path: Path) -> None:
     line = assert_one_line_error(run("verify", "--data-dir", tmp_path / "nowhere"))
     assert "nowhere" in line and "does not exist" in line
     assert_one_line_error(run("verify"), status=2)
+
+
+def test_verify_takes_a_preallocated_index_for_no_entries(tmp_path: Path) -> None:
+    """A segment open in a broker (or left open by a crash) has zero-filled, preallocated indexes:
+    no entry yet, not an entry for the base offset that no batch matches."""
+    from kafkalog.records.memory import MemoryRecordsBuilder
+    from kafkalog.records.types import CompressionType, TimestampType
+    from kafkalog.storage.log_manager import LogManager
+
+    with LogManager(tmp_path) as manager:
+        manager.create_topic("empty", 1)
+        manager.create_topic("small", 1)
+        builder = MemoryRecordsBuilder(2, CompressionType.NONE, TimestampType.CREATE_TIME, 0)
+        for i in range(3):  # one batch of three records, far below index.interval.bytes
+            builder.append(T0 + i, b"k", b"v")
+        manager.get_log("small", 0).append_as_leader(builder.build(), leader_epoch=0)
+        index = tmp_path / "small-0" / f"{SEGMENT_0}.index"
+        assert index.stat().st_size > 0 and not index.read_bytes().strip(b"\0")  # preallocated, empty
+        result = run("verify", "--data-dir", tmp_path)  # while the logs are open
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stdout.startswith("OK: 2 partitions, 2 segments, 1 batches, 3 records")
+    # A zero first slot that is not the preallocated tail is still checked: one real entry would be
+    # (base, 0), this one names offset 5 at position 0, where the batch ends at offset 2.
+    index.write_bytes((5).to_bytes(4, "big") + bytes(4))
+    result = run("verify", "--data-dir", tmp_path)
+    assert result.returncode == 1 and "ends at offset 2" in result.stdout
