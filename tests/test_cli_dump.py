@@ -328,8 +328,8 @@ def test_verify_takes_a_preallocated_index_for_no_entries(tmp_path: Path) -> Non
         result = run("verify", "--data-dir", tmp_path)  # while the logs are open
         assert result.returncode == 0, result.stdout + result.stderr
         assert result.stdout.startswith("OK: 2 partitions, 2 segments, 1 batches, 3 records")
-    # A zero first slot that is not the preallocated tail is still checked: one real entry would be
-    # (base, 0), this one names offset 5 at position 0, where the batch ends at offset 2.
+    # Any other first slot is checked as before: this one names offset 5 at position 0, where the
+    # batch ends at offset 2.
     index.write_bytes((5).to_bytes(4, "big") + bytes(4))
     result = run("verify", "--data-dir", tmp_path)
     assert result.returncode == 1 and "ends at offset 2" in result.stdout
