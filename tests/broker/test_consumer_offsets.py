@@ -171,6 +171,30 @@ def test_confluent_and_kafka_python_commits_survive_a_restart(tmp_path: Path) ->
     assert commits == {("ck-group", 0): 3, ("ck-group", 1): 4, ("kp-group", 0): 2, ("kp-group", 1): 5}
 
 
+def test_an_existing_offsets_topic_keeps_its_partition_count(tmp_path: Path) -> None:
+    """offsets.topic.num.partitions says how many partitions to create; once __consumer_offsets
+    exists, groups map to the partitions it has (Kafka's coordinator takes the count from the topic),
+    so a broker restarted with another setting still finds and stores every group's offsets."""
+    data_dir = tmp_path / "data"
+    with Broker(data_dir, configs={**CONFIG, "offsets.topic.num.partitions": 3}) as broker:
+        _produce(broker.bootstrap_servers, "orders", 4)
+        consumer = ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g-restart",
+                                "enable.auto.commit": False})
+        consumer.commit(offsets=[ck.TopicPartition("orders", 0, 1)], asynchronous=False)
+        consumer.close()
+    with Broker(data_dir, configs={**CONFIG, "offsets.topic.num.partitions": 50}) as broker:
+        bootstrap = broker.bootstrap_servers
+        assert _committed_ck(bootstrap, "g-restart", "orders")[0] == 1
+        consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "g-restart",
+                                "enable.auto.commit": False})
+        consumer.commit(offsets=[ck.TopicPartition("orders", 1, 2)], asynchronous=False)
+        consumer.close()
+        assert _committed_ck(bootstrap, "g-restart", "orders") == {0: 1, 1: 2}
+        assert broker.server.log_manager.partitions(GROUP_METADATA_TOPIC_NAME) == [0, 1, 2]
+    with Broker(data_dir, configs=CONFIG) as broker:  # and both commits were stored
+        assert _committed_ck(broker.bootstrap_servers, "g-restart", "orders") == {0: 1, 1: 2}
+
+
 def test_commit_to_an_unknown_partition_is_refused(kafkalog_broker: Any) -> None:
     bootstrap = kafkalog_broker.bootstrap_servers
     _produce(bootstrap, "known", 1)

@@ -89,6 +89,7 @@ class GroupMetadataManager:
         compacted) unless it exists: before the first write, and when a client's Metadata request
         auto-creates it (Kafka's AutoTopicCreationManager creates it the same way)."""
         if self._log_manager.has_topic(GROUP_METADATA_TOPIC_NAME):
+            self._adopt_existing_partition_count()
             return
         try:
             self._log_manager.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions,
@@ -96,6 +97,18 @@ class GroupMetadataManager:
             log.info("Created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, self.num_partitions)
         except TopicExistsError:
             pass
+
+    def _adopt_existing_partition_count(self) -> None:
+        """Groups map to the partitions ``__consumer_offsets`` has, as Kafka's coordinator takes its
+        partition count from the topic when it exists (``offsets.topic.num.partitions`` only says
+        how many to create): with a different setting, the groups' committed offsets would be
+        looked for, and written, in partitions that do not exist."""
+        existing = len(self._log_manager.partitions(GROUP_METADATA_TOPIC_NAME))
+        if existing and existing != self.num_partitions:
+            log.info("%s has %d partitions: groups map to those (offsets.topic.num.partitions=%d "
+                     "applies when the topic is created)", GROUP_METADATA_TOPIC_NAME, existing,
+                     self.num_partitions)
+            self.num_partitions = existing
 
     def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
         """Append ``(key, value)`` records to the group's partition; Kafka's error code."""
@@ -206,6 +219,7 @@ class GroupMetadataManager:
         self._loaded = True
         if not self._log_manager.has_topic(GROUP_METADATA_TOPIC_NAME):
             return {}
+        self._adopt_existing_partition_count()
         skipped = 0
         for partition in self._log_manager.partitions(GROUP_METADATA_TOPIC_NAME):
             partition_log = self._log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
