@@ -4,6 +4,7 @@ get OUT_OF_ORDER_SEQUENCE_NUMBER, and each failure gets Kafka's per-partition er
 from __future__ import annotations
 
 import struct
+import zlib
 from datetime import timedelta
 
 import pytest
@@ -141,16 +142,23 @@ def _with_size(batch: bytes, size: int) -> bytes:
         (_batch(1)[:16] + b"\x07" + _batch(1)[17:], ErrorCode.corrupt_message),  # magic 7
         (_batch(1)[:16] + b"\x01" + _batch(1)[17:], ErrorCode.invalid_record),  # magic 1 in v3+
         (_batch(1) + _batch(1), ErrorCode.invalid_record),  # two batches
-        (_batch(1) + b"\x00" * 5, ErrorCode.invalid_record),  # a batch and a tail
+        (_batch(1) + _with_size(bytes(12), 5), ErrorCode.corrupt_message),  # a bad second header
+        (_batch(1) + b"\x00" * 5, ErrorCode.none),  # too few bytes for a second batch: trimmed
+        (_batch(1) + _batch(2)[:40], ErrorCode.none),  # a second batch cut short: trimmed
     ],
 )
 def test_records_that_are_not_exactly_one_v2_batch(broker, records, expected):
     """Kafka's ProduceRequest.validateRecords, with the batches read as its ByteBufferLogInputStream
-    reads them: the partition gets the error, the connection stays."""
+    reads them (bytes too few to be another batch are no batch, and the log trims them, as
+    UnifiedLog.trimInvalidBytes does): the partition gets the error, the connection stays."""
+    topic = f"shapes-{zlib.crc32(records):08x}"
     with _raw.connect(broker.bootstrap_servers) as sock:
-        _create(sock, "shapes")
-        assert _produce(sock, "shapes", records).error_code == expected
-        assert _produce(sock, "shapes", _batch(1)).error_code == ErrorCode.none
+        _create(sock, topic)
+        assert _produce(sock, topic, records).error_code == expected
+        assert _produce(sock, topic, _batch(1)).error_code == ErrorCode.none
+    log = broker.server.log_manager.get_log(topic, 0)
+    kept = 2 if expected == ErrorCode.none else 1
+    assert log.log_end_offset == kept and log.size_in_bytes == kept * len(_batch(1))  # whole batches
 
 
 def test_acks_zero_sends_no_response(broker):

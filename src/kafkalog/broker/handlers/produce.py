@@ -35,53 +35,63 @@ _LOG_OVERHEAD = 12  # offset + size
 _RECORD_OVERHEAD_V0 = 14  # the smallest a batch's size field may say
 
 
-def _validate_records(version: int, records: memoryview) -> PartitionResponse | None:
-    """v3+ carries exactly one magic-2 batch; zstd needs v7+ (Kafka's ``ProduceRequest.validateRecords``,
-    reading the batches as ``ByteBufferLogInputStream`` does: a batch cut short is no batch)."""
+def _refused(error: ErrorCode, message: str) -> PartitionResponse:
+    return PartitionResponse(error, error_message=message)
 
-    def invalid(message: str) -> PartitionResponse:
-        return PartitionResponse(ErrorCode.invalid_record, error_message=message)
 
-    no_batch = invalid(
-        f"Produce requests with version {version} must have at least one record batch per partition"
-    )
-    if len(records) < _LOG_OVERHEAD:
-        return no_batch
-    (length,) = _BATCH_LENGTH.unpack_from(records, 8)
+def _next_batch(records: memoryview, pos: int) -> tuple[int | None, PartitionResponse | None]:
+    """The size of the batch at ``pos`` as Kafka's ``ByteBufferLogInputStream`` reads it: None when
+    the bytes left cannot hold a whole batch (no batch), or the error a bad header raises."""
+    remaining = len(records) - pos
+    if remaining < _LOG_OVERHEAD:
+        return None, None
+    length = _BATCH_LENGTH.unpack_from(records, pos + 8)[0]
     if length < _RECORD_OVERHEAD_V0:
-        return PartitionResponse(
+        return None, _refused(
             ErrorCode.corrupt_message,
-            error_message=(
-                f"Record size {length} is less than the minimum record overhead ({_RECORD_OVERHEAD_V0})"
-            ),
+            f"Record size {length} is less than the minimum record overhead ({_RECORD_OVERHEAD_V0})",
         )
-    if len(records) <= _MAGIC_OFFSET:
-        return no_batch
-    magic = records[_MAGIC_OFFSET]
+    if remaining <= _MAGIC_OFFSET:
+        return None, None
+    magic = records[pos + _MAGIC_OFFSET]
     if magic > 2:  # a signed byte: 128-255 are negative
-        return PartitionResponse(
+        return None, _refused(
             ErrorCode.corrupt_message,
-            error_message=f"Invalid magic found in record: {magic - 256 if magic > 127 else magic}",
+            f"Invalid magic found in record: {magic - 256 if magic > 127 else magic}",
         )
-    if len(records) < _LOG_OVERHEAD + length:
-        return no_batch
-    if magic != 2:
-        return invalid(
+    return (_LOG_OVERHEAD + length if remaining >= _LOG_OVERHEAD + length else None), None
+
+
+def _validate_records(version: int, records: memoryview) -> PartitionResponse | None:
+    """v3+ carries exactly one magic-2 batch; zstd needs v7+ (Kafka's ``ProduceRequest.validateRecords``).
+    Bytes after the batch too few to be another are allowed: the log trims them, as Kafka's does."""
+    size, error = _next_batch(records, 0)
+    if error is not None:
+        return error
+    if size is None:
+        return _refused(
+            ErrorCode.invalid_record,
+            f"Produce requests with version {version} must have at least one record batch per partition",
+        )
+    if records[_MAGIC_OFFSET] != 2:
+        return _refused(
+            ErrorCode.invalid_record,
             f"Produce requests with version {version} are only allowed to contain record batches "
-            "with magic version 2"
+            "with magic version 2",
         )
-    if _LOG_OVERHEAD + length < len(records):
-        return invalid(
-            f"Produce requests with version {version} are only allowed to contain exactly one "
-            "record batch per partition"
-        )
-    (attributes,) = _ATTRIBUTES.unpack_from(records, _ATTRIBUTES_OFFSET)
-    if attributes & 0x07 == _ZSTD and version < 7:
-        return PartitionResponse(
+    if records[_ATTRIBUTES_OFFSET + 1] & 0x07 == _ZSTD and version < 7:
+        return _refused(
             ErrorCode.unsupported_compression_type,
-            error_message=(
-                f"Produce requests with version {version} are not allowed to use ZStandard compression"
-            ),
+            f"Produce requests with version {version} are not allowed to use ZStandard compression",
+        )
+    second, error = _next_batch(records, size)
+    if error is not None:
+        return error
+    if second is not None:
+        return _refused(
+            ErrorCode.invalid_record,
+            f"Produce requests with version {version} are only allowed to contain exactly one "
+            "record batch per partition",
         )
     return None
 
