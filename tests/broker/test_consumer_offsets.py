@@ -273,11 +273,21 @@ def test_offset_fetch_of_several_groups_and_offset_delete(kafkalog_broker: Any) 
         assert got == {"ga": {0: 1, 1: -1}, "gb": {0: 2, 1: -1}, "gc": {0: -1, 1: -1}}
 
         cls, mod = _raw.request_class(ApiKey.OFFSET_DELETE, 0)
-        req = cls(group_id="ga", topics=(mod.OffsetDeleteRequestTopic(
-            name="multi", partitions=(mod.OffsetDeleteRequestPartition(partition_index=0),)),))
+        req = cls(group_id="ga", topics=(
+            mod.OffsetDeleteRequestTopic(name="multi", partitions=(
+                mod.OffsetDeleteRequestPartition(partition_index=0),
+                mod.OffsetDeleteRequestPartition(partition_index=7),  # the topic has 2
+            )),
+            mod.OffsetDeleteRequestTopic(name="no-such-topic", partitions=(
+                mod.OffsetDeleteRequestPartition(partition_index=0),)),
+        ))
         resp = _raw.request(sock, req, correlation_id=2)
         assert resp.error_code == E.none
-        assert resp.topics[0].partitions[0].error_code == E.none
+        assert [(t.name, p.partition_index, p.error_code) for t in resp.topics for p in t.partitions] == [
+            ("multi", 0, E.none),
+            ("multi", 7, E.unknown_topic_or_partition),
+            ("no-such-topic", 0, E.unknown_topic_or_partition),
+        ]
         resp = _raw.request(sock, cls(group_id="never-seen", topics=()), correlation_id=3)
         assert resp.error_code == E.group_id_not_found
     assert _committed_ck(bootstrap, "ga", "multi")[0] == ck.OFFSET_INVALID

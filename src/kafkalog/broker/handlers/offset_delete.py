@@ -1,7 +1,7 @@
 """OffsetDelete (47), v0 (Kafka's ``handleOffsetDeleteRequest``, KIP-496): remove a group's committed
 offsets (tombstones in ``__consumer_offsets``). GROUP_ID_NOT_FOUND for a group the coordinator does not
 know; a partition of a topic that a live member of the group subscribes to keeps its offset and gets
-GROUP_SUBSCRIBED_TO_TOPIC."""
+GROUP_SUBSCRIBED_TO_TOPIC; a partition of a topic that does not exist, UNKNOWN_TOPIC_OR_PARTITION."""
 
 from __future__ import annotations
 
@@ -58,10 +58,14 @@ async def handle_offset_delete_request(apis: Any, request: RequestContext, body:
                 subscribed |= subscribed_topics(member.metadata(group.protocol_name))
     errors: dict[tuple[str, int], int] = {}
     deletable = []
+    cache = apis.metadata_cache
     for topic in body.topics:
+        partitions = cache.num_partitions(topic.name) if cache.contains(topic.name) else 0
         for p in topic.partitions:
             tp = (topic.name, int(p.partition_index))
-            if topic.name in subscribed:
+            if not 0 <= tp[1] < partitions:  # checked before the group is, as KafkaApis does
+                errors[tp] = int(ErrorCode.unknown_topic_or_partition)
+            elif topic.name in subscribed:
                 errors[tp] = int(ErrorCode.group_subscribed_to_topic)
             else:
                 deletable.append(tp)
