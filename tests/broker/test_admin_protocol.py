@@ -280,3 +280,57 @@ def test_configs_of_unknown_topic_and_broker_alter_refused(broker):
         )
         response = _raw.request(sock, cls(resources=(resource,), validate_only=False))
         assert response.responses[0].error_code == ErrorCode.invalid_request
+
+
+def test_describe_topic_partitions_pages_in_name_order(broker):
+    """KIP-966 as Kafka's handler answers it: topics by name, at most the limit's partitions per
+    response, a cursor where the next page starts (mid-topic, or at the next topic)."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        assert _create(sock, "dtp-a", partitions=5).error_code == ErrorCode.none
+        assert _create(sock, "dtp-b", partitions=3).error_code == ErrorCode.none
+        cls, mod = _raw.request_class(75, 0)
+
+        def page(names, limit, cursor=None):
+            request = cls(
+                topics=tuple(mod.TopicRequest(name=n) for n in names),
+                response_partition_limit=limit,
+                cursor=None
+                if cursor is None
+                else mod.Cursor(topic_name=cursor[0], partition_index=cursor[1]),
+            )
+            response = _raw.request(sock, request)
+            got = [(t.name, t.error_code, [p.partition_index for p in t.partitions]) for t in response.topics]
+            c = response.next_cursor
+            return got, None if c is None else (c.topic_name, c.partition_index)
+
+        both = ["dtp-b", "dtp-a"]  # answered in name order
+        assert page(both, 4) == ([("dtp-a", ErrorCode.none, [0, 1, 2, 3])], ("dtp-a", 4))
+        assert page(both, 4, ("dtp-a", 4)) == (
+            [("dtp-a", ErrorCode.none, [4]), ("dtp-b", ErrorCode.none, [0, 1, 2])],
+            None,
+        )
+        # a limit met exactly at a topic's end: the next topic starts the next page
+        assert page(both, 5) == ([("dtp-a", ErrorCode.none, [0, 1, 2, 3, 4])], ("dtp-b", 0))
+        assert page(["dtp-a", "nope", "bad name"], 100) == (
+            [
+                ("bad name", ErrorCode.invalid_topic_exception, []),
+                ("dtp-a", ErrorCode.none, [0, 1, 2, 3, 4]),
+                ("nope", ErrorCode.unknown_topic_or_partition, []),
+            ],
+            None,
+        )
+        # a cursor on a topic not asked for, or with a negative partition: INVALID_REQUEST per topic
+        assert page(["dtp-a"], 10, ("dtp-b", 0))[0] == [("dtp-a", ErrorCode.invalid_request, [])]
+        assert page(["dtp-a"], 10, ("dtp-a", -1))[0] == [("dtp-a", ErrorCode.invalid_request, [])]
+        # no topics named: every topic from the cursor's on, partitions from the cursor's
+        listed, _ = page([], 2000, ("dtp-a", 3))
+        assert listed[:2] == [("dtp-a", ErrorCode.none, [3, 4]), ("dtp-b", ErrorCode.none, [0, 1, 2])]
+        response = _raw.request(
+            sock, cls(topics=(mod.TopicRequest(name="dtp-b"),), response_partition_limit=10, cursor=None)
+        )
+        (topic,) = response.topics
+        assert topic.topic_id == broker.server.apis.metadata_cache.topic_id("dtp-b")
+        assert _ops(topic.topic_authorized_operations) == _TOPIC_OPS
+        assert [(p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes)) for p in topic.partitions] == [
+            (1, (1,), (1,))
+        ] * 3

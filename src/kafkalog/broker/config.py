@@ -59,6 +59,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "offset.metadata.max.bytes": "4096",
     "transaction.state.log.num.partitions": "50",
     "transaction.state.log.segment.bytes": str(100 * 1024 * 1024),
+    "max.request.partition.size.limit": "2000",  # DescribeTopicPartitions' partitions per response
 }
 
 
@@ -121,7 +122,9 @@ class KafkaConfig:
         ):
             self.get_int(name)
         self.get_bool("auto.create.topics.enable")
-        for name in ("num.partitions", "transaction.state.log.num.partitions"):
+        for name in (
+            "num.partitions", "transaction.state.log.num.partitions", "max.request.partition.size.limit"
+        ):
             if (count := self.get_int(name)) < 1:
                 raise InvalidConfigError(
                     f"Invalid value {count} for configuration {name}: Value must be at least 1")
