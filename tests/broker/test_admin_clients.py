@@ -321,3 +321,45 @@ def test_configs_survive_restart(tmp_path):
         assert broker.server.log_manager.get_log("kept", 2).config.compact
         metadata = admin.list_topics(timeout=TIMEOUT_S)
         assert len(metadata.topics["kept"].partitions) == 3
+
+
+def test_acl_requests_get_kafkas_answer_without_an_authorizer(kafkalog_broker):
+    """No authorizer, as a Kafka broker without one: the ACL APIs are served, and answer
+    SECURITY_DISABLED (for the request, each creation, each filter)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+    from kafka.admin import (
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ResourcePatternFilter,
+    )
+    from kafka.admin import ResourceType as KpResourceType
+    from kafka.errors import SecurityDisabledError
+
+    bootstrap = kafkalog_broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    binding = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    match = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                             AclOperation.ANY, AclPermissionType.ANY)
+    for future in (admin.create_acls([binding])[binding], admin.delete_acls([match])[match]):
+        with pytest.raises(ck.KafkaException) as failure:
+            future.result(TIMEOUT_S)
+        assert failure.value.args[0].code() == ck.KafkaError.SECURITY_DISABLED
+    kp = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        with pytest.raises(SecurityDisabledError, match="No Authorizer is configured on the broker"):
+            kp.describe_acls(ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
+                                       permission_type=ACLPermissionType.ANY,
+                                       resource_pattern=ResourcePatternFilter(KpResourceType.ANY, None,
+                                                                              ACLResourcePatternType.ANY)))
+    finally:
+        kp.close()
