@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.authorized_operations import NOT_REQUESTED, TOPIC_OPERATIONS
 from kafkalog.broker.handlers import handles
+from kafkalog.broker.handlers.metadata import led_partition
 from kafkalog.broker.metadata_cache import ZERO_UUID
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.errors import InvalidTopicError
@@ -94,21 +95,7 @@ async def handle_describe_topic_partitions_request(apis: Any, request: RequestCo
         count = cache.num_partitions(name)
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(count, start + remaining)
-        partitions = tuple(
-            build(
-                partition_cls,
-                error_code=ErrorCode.none,
-                partition_index=p,
-                leader_id=node,
-                leader_epoch=0,
-                replica_nodes=(node,),
-                isr_nodes=(node,),
-                eligible_leader_replicas=(),
-                last_known_elr=(),
-                offline_replicas=(),
-            )
-            for p in range(start, upper)
-        )
+        partitions = tuple(led_partition(partition_cls, p, node) for p in range(start, upper))
         topics.append(
             build(
                 topic_cls,

@@ -51,6 +51,23 @@ def _maybe_create(apis: Any, topic: str) -> ErrorCode:
     return ErrorCode.none
 
 
+def led_partition(partition_cls: Any, index: int, node: int) -> Any:
+    """A partition as Metadata and DescribeTopicPartitions describe it on one node: this node its
+    leader (epoch 0) and only replica, in sync; no eligible leader replicas (KIP-966) to name."""
+    return build(
+        partition_cls,
+        error_code=ErrorCode.none,
+        partition_index=index,
+        leader_id=node,
+        leader_epoch=0,
+        replica_nodes=(node,),
+        isr_nodes=(node,),
+        eligible_leader_replicas=(),
+        last_known_elr=(),
+        offline_replicas=(),
+    )
+
+
 def _invalid_request_response(cls: Any, topic_cls: Any, requested: list[tuple[str | None, Any]]) -> Any:
     """Kafka's ``MetadataRequest.getErrorResponse``: every topic named ("" for null) with the error."""
     topics = tuple(
@@ -130,17 +147,7 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
         partitions: tuple[Any, ...] = ()
         if error == ErrorCode.none:
             partitions = tuple(
-                build(
-                    partition_cls,
-                    error_code=ErrorCode.none,
-                    partition_index=p,
-                    leader_id=node,
-                    leader_epoch=0,
-                    replica_nodes=(node,),
-                    isr_nodes=(node,),
-                    offline_replicas=(),
-                )
-                for p in range(cache.num_partitions(name))
+                led_partition(partition_cls, p, node) for p in range(cache.num_partitions(name))
             )
         topics.append(
             build(
