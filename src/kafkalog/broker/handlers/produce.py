@@ -5,7 +5,6 @@ the frame, check what Kafka's ``ProduceRequest.validateRecords`` checks, hand th
 from __future__ import annotations
 
 import logging
-import struct
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -13,7 +12,7 @@ from kio.schema.errors import ErrorCode
 from kafkalog.broker.handlers import ApiHandler, register
 from kafkalog.broker.replica_manager import PartitionResponse, TopicPartition
 from kafkalog.broker.request import RequestContext
-from kafkalog.errors import InvalidRequestError
+from kafkalog.errors import CorruptRecordError, InvalidRequestError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.produce_request import FIRST_TOPIC_ID, ProduceRequestData, decode_produce_request
 from kafkalog.protocol.produce_response import (
@@ -21,79 +20,48 @@ from kafkalog.protocol.produce_response import (
     TopicProduceResult,
     encode_produce_response,
 )
+from kafkalog.records import MAGIC_V2, CompressionType
+from kafkalog.records.memory import iter_batches
 
 log = logging.getLogger(__name__)
 
-_BATCH_LENGTH = struct.Struct(">i")
-_ATTRIBUTES = struct.Struct(">h")
-_MAGIC_OFFSET = 16
-_ATTRIBUTES_OFFSET = 21
-_ZSTD = 4
 
-
-_LOG_OVERHEAD = 12  # offset + size
-_RECORD_OVERHEAD_V0 = 14  # the smallest a batch's size field may say
+def _validate_records(version: int, records: memoryview) -> PartitionResponse | None:
+    """v3+ carries exactly one magic-2 batch; zstd needs v7+ (Kafka's ``ProduceRequest.validateRecords``,
+    the batches read as its ``ByteBufferLogInputStream`` reads them: ``iter_batches(in_memory=True)``).
+    Bytes after the batch too few to be another are allowed: the log trims them, as Kafka's does."""
+    batches = iter_batches(records, in_memory=True)
+    try:
+        first = next(batches, None)
+        if first is None:
+            return _refused(
+                ErrorCode.invalid_record,
+                f"Produce requests with version {version} must have at least one record batch per partition",
+            )
+        if first.magic != MAGIC_V2:
+            return _refused(
+                ErrorCode.invalid_record,
+                f"Produce requests with version {version} are only allowed to contain record batches "
+                "with magic version 2",
+            )
+        if first.compression_type == CompressionType.ZSTD and version < 7:
+            return _refused(
+                ErrorCode.unsupported_compression_type,
+                f"Produce requests with version {version} are not allowed to use ZStandard compression",
+            )
+        if next(batches, None) is not None:
+            return _refused(
+                ErrorCode.invalid_record,
+                f"Produce requests with version {version} are only allowed to contain exactly one "
+                "record batch per partition",
+            )
+    except CorruptRecordError as e:  # a size below any batch's, or a magic above 2
+        return _refused(ErrorCode.corrupt_message, str(e))
+    return None
 
 
 def _refused(error: ErrorCode, message: str) -> PartitionResponse:
     return PartitionResponse(error, error_message=message)
-
-
-def _next_batch(records: memoryview, pos: int) -> tuple[int | None, PartitionResponse | None]:
-    """The size of the batch at ``pos`` as Kafka's ``ByteBufferLogInputStream`` reads it: None when
-    the bytes left cannot hold a whole batch (no batch), or the error a bad header raises."""
-    remaining = len(records) - pos
-    if remaining < _LOG_OVERHEAD:
-        return None, None
-    length = _BATCH_LENGTH.unpack_from(records, pos + 8)[0]
-    if length < _RECORD_OVERHEAD_V0:
-        return None, _refused(
-            ErrorCode.corrupt_message,
-            f"Record size {length} is less than the minimum record overhead ({_RECORD_OVERHEAD_V0})",
-        )
-    if remaining <= _MAGIC_OFFSET:
-        return None, None
-    magic = records[pos + _MAGIC_OFFSET]
-    if magic > 2:  # a signed byte: 128-255 are negative
-        return None, _refused(
-            ErrorCode.corrupt_message,
-            f"Invalid magic found in record: {magic - 256 if magic > 127 else magic}",
-        )
-    return (_LOG_OVERHEAD + length if remaining >= _LOG_OVERHEAD + length else None), None
-
-
-def _validate_records(version: int, records: memoryview) -> PartitionResponse | None:
-    """v3+ carries exactly one magic-2 batch; zstd needs v7+ (Kafka's ``ProduceRequest.validateRecords``).
-    Bytes after the batch too few to be another are allowed: the log trims them, as Kafka's does."""
-    size, error = _next_batch(records, 0)
-    if error is not None:
-        return error
-    if size is None:
-        return _refused(
-            ErrorCode.invalid_record,
-            f"Produce requests with version {version} must have at least one record batch per partition",
-        )
-    if records[_MAGIC_OFFSET] != 2:
-        return _refused(
-            ErrorCode.invalid_record,
-            f"Produce requests with version {version} are only allowed to contain record batches "
-            "with magic version 2",
-        )
-    if records[_ATTRIBUTES_OFFSET + 1] & 0x07 == _ZSTD and version < 7:
-        return _refused(
-            ErrorCode.unsupported_compression_type,
-            f"Produce requests with version {version} are not allowed to use ZStandard compression",
-        )
-    second, error = _next_batch(records, size)
-    if error is not None:
-        return error
-    if second is not None:
-        return _refused(
-            ErrorCode.invalid_record,
-            f"Produce requests with version {version} are only allowed to contain exactly one "
-            "record batch per partition",
-        )
-    return None
 
 
 def _decode(frame: memoryview, offset: int, version: int) -> ProduceRequestData:
