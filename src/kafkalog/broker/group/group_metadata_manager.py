@@ -78,6 +78,7 @@ class GroupMetadataManager:
         self._offsets: dict[str, dict[TopicPartitionKey, OffsetCommitValue]] = {}
         self._groups: dict[str, GroupMetadataValue] = {}
         self._loaded = False
+        self._count_settled = False  # the partition count taken from the topic, once it exists
 
     # --- where things go ---------------------------------------------------------------------------
 
@@ -89,7 +90,8 @@ class GroupMetadataManager:
         compacted) unless it exists: before the first write, and when a client's Metadata request
         auto-creates it (Kafka's AutoTopicCreationManager creates it the same way)."""
         if self._log_manager.has_topic(GROUP_METADATA_TOPIC_NAME):
-            self._adopt_existing_partition_count()
+            if not self._count_settled:  # once, not at every append
+                self._adopt_partition_count(len(self._log_manager.partitions(GROUP_METADATA_TOPIC_NAME)))
             return
         try:
             self._log_manager.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions,
@@ -98,13 +100,13 @@ class GroupMetadataManager:
         except TopicExistsError:
             pass
 
-    def _adopt_existing_partition_count(self) -> None:
-        """Groups map to the partitions ``__consumer_offsets`` has, as Kafka's coordinator takes its
-        partition count from the topic when it exists (``offsets.topic.num.partitions`` only says
-        how many to create): with a different setting, the groups' committed offsets would be
-        looked for, and written, in partitions that do not exist."""
-        existing = len(self._log_manager.partitions(GROUP_METADATA_TOPIC_NAME))
-        if existing and existing != self.num_partitions:
+    def _adopt_partition_count(self, existing: int) -> None:
+        """Groups map to the ``existing`` partitions of ``__consumer_offsets``, as Kafka's coordinator
+        takes its partition count from the topic when it exists (``offsets.topic.num.partitions``
+        only says how many to create): with a different setting, the groups' committed offsets would
+        be looked for, and written, in partitions that do not exist."""
+        self._count_settled = True
+        if existing != self.num_partitions:
             log.info("%s has %d partitions: groups map to those (offsets.topic.num.partitions=%d "
                      "applies when the topic is created)", GROUP_METADATA_TOPIC_NAME, existing,
                      self.num_partitions)
@@ -219,9 +221,10 @@ class GroupMetadataManager:
         self._loaded = True
         if not self._log_manager.has_topic(GROUP_METADATA_TOPIC_NAME):
             return {}
-        self._adopt_existing_partition_count()
+        partitions = self._log_manager.partitions(GROUP_METADATA_TOPIC_NAME)
+        self._adopt_partition_count(len(partitions))
         skipped = 0
-        for partition in self._log_manager.partitions(GROUP_METADATA_TOPIC_NAME):
+        for partition in partitions:
             partition_log = self._log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
             for record in partition_log.records(partition_log.log_start_offset):
                 if record.key is None:
