@@ -137,6 +137,16 @@ class IndexFileSlots:
     used: int
     dirty_tail: int | None
 
+    def entries_in_use(self) -> list[tuple[int, int]]:
+        """The first ``used`` slots, except that a file whose every slot is zero bytes has none: it
+        is a preallocated index with no entry yet (a segment open in a writer, or left open by a
+        crash), not an entry for the base offset — which would be harmless anyway, sending lookups
+        to the segment's start. (Kafka's dump still prints that first slot; ``used`` keeps it.)"""
+        zero_slot = (0, self.base_offset) if self.time_index else (self.base_offset, 0)
+        if self.used == 1 and self.entries[0] == zero_slot:
+            return []
+        return self.entries[: self.used]
+
     def sanity_failure(self) -> str | None:
         """Kafka's sanity check over the file as Kafka opens it (every whole slot is an entry)."""
         first = self.entries[0] if self.entries else None

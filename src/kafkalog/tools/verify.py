@@ -171,15 +171,6 @@ def _check_index_file(raw: IndexFileSlots, report: VerifyReport) -> None:
         report.problems.append(Problem(raw.path, message, position=position))
 
 
-def _entries_in_use(raw: IndexFileSlots, zero_slot: tuple[int, int]) -> list[tuple[int, int]]:
-    """The slots to check against the log. An index whose every slot is zero bytes is a preallocated
-    one with no entry yet — a segment open in a broker, or left open by a crash — not an entry for
-    the base offset (which would be harmless anyway: it sends lookups to the segment's start)."""
-    if raw.used == 1 and raw.entries[0] == zero_slot:
-        return []
-    return raw.entries[:raw.used]
-
-
 def _verify_offset_index(path: Path, base_offset: int, batches: list[_BatchInfo],
                          report: VerifyReport) -> None:
     raw = read_offset_index_file(path, base_offset)
@@ -187,7 +178,7 @@ def _verify_offset_index(path: Path, base_offset: int, batches: list[_BatchInfo]
     by_position = {b.position: i for i, b in enumerate(batches)}
     by_last_offset = {b.last_offset: i for i, b in enumerate(batches)}
     prev: tuple[int, int] | None = None
-    for i, (offset, position) in enumerate(_entries_in_use(raw, (base_offset, 0))):
+    for i, (offset, position) in enumerate(raw.entries_in_use()):
         where = i * OFFSET_INDEX_ENTRY_SIZE
         if prev is not None and (offset <= prev[0] or position <= prev[1]):
             report.problems.append(Problem(path, f"entry ({offset}, {position}) does not follow ({prev[0]}, "
@@ -221,7 +212,7 @@ def _verify_time_index(path: Path, base_offset: int, batches: list[_BatchInfo],
             current = max(current, b.max_timestamp)
         running_max.append(current)
     prev: tuple[int, int] | None = None
-    for i, (timestamp, offset) in enumerate(_entries_in_use(raw, (0, base_offset))):
+    for i, (timestamp, offset) in enumerate(raw.entries_in_use()):
         where = i * TIME_INDEX_ENTRY_SIZE
         if prev is not None and (timestamp <= prev[0] or offset < prev[1]):
             report.problems.append(Problem(path, f"entry ({timestamp}, {offset}) does not follow "
