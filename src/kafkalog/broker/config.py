@@ -59,6 +59,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "offset.metadata.max.bytes": "4096",
     "transaction.state.log.num.partitions": "50",
     "transaction.state.log.segment.bytes": str(100 * 1024 * 1024),
+    "transaction.max.timeout.ms": "900000",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
+    "transaction.partition.verification.enable": "true",
     "max.request.partition.size.limit": "2000",  # DescribeTopicPartitions' partitions per response
 }
 
@@ -122,8 +126,11 @@ class KafkaConfig:
         ):
             self.get_int(name)
         self.get_bool("auto.create.topics.enable")
+        self.get_bool("transaction.partition.verification.enable")
         for name in (
-            "num.partitions", "transaction.state.log.num.partitions", "max.request.partition.size.limit"
+            "num.partitions", "transaction.state.log.num.partitions", "max.request.partition.size.limit",
+            "transaction.max.timeout.ms", "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
         ):
             if (count := self.get_int(name)) < 1:
                 raise InvalidConfigError(

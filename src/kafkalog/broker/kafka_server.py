@@ -26,6 +26,7 @@ from kafkalog.broker.metadata_cache import MetadataCache
 from kafkalog.broker.producer_id_manager import ProducerIdManager
 from kafkalog.broker.replica_manager import ReplicaManager
 from kafkalog.broker.socket_server import SocketServer
+from kafkalog.broker.txn.coordinator_of import TRANSACTION_COORDINATOR
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
 from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
 from kafkalog.storage.log_manager import LogManager
@@ -90,6 +91,10 @@ class KafkaServer:
             coordinator = self.apis.components.get(GROUP_COORDINATOR)
             if coordinator is not None:
                 coordinator.startup()  # groups from __consumer_offsets, before the first request
+            txn_coordinator = self.apis.components.get(TRANSACTION_COORDINATOR)
+            if txn_coordinator is not None:
+                # after the groups: completing a transaction can apply offsets it committed
+                txn_coordinator.startup()
             socket_server = SocketServer(
                 self.apis,
                 max_request_bytes=config.socket_request_max_bytes,
@@ -138,6 +143,16 @@ class KafkaServer:
             self._cleanup_group_metadata,
         )
         self._schedule(
+            "transaction-abort",
+            config.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            self._abort_timed_out_transactions,
+        )
+        self._schedule(
+            "transactionalId-expiration",
+            config.get_int("transaction.remove.expired.transaction.cleanup.interval.ms"),
+            self._remove_expired_transactional_ids,
+        )
+        self._schedule(
             "kafka-recovery-point-checkpoint",
             config.log_flush_offset_checkpoint_interval_ms,
             self._checkpoint,
@@ -183,6 +198,19 @@ class KafkaServer:
             await coordinator.cleanup_group_metadata()
         elif manager is not None:
             await manager.cleanup_expired_offsets()
+
+    async def _abort_timed_out_transactions(self) -> None:
+        """Ongoing transactions past their timeout are aborted; markers a failure left unwritten are
+        written again (Kafka's ``abortTimedOutTransactions`` and its marker channel's retries)."""
+        coordinator = self.apis.components.get(TRANSACTION_COORDINATOR) if self.apis is not None else None
+        if coordinator is not None:
+            coordinator.complete_pending_transactions()
+            coordinator.abort_timed_out_transactions()
+
+    async def _remove_expired_transactional_ids(self) -> None:
+        coordinator = self.apis.components.get(TRANSACTION_COORDINATOR) if self.apis is not None else None
+        if coordinator is not None:
+            coordinator.state_manager.remove_expired_transactional_ids()
 
     async def _checkpoint(self) -> None:
         assert self.log_manager is not None

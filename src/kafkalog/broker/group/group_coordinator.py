@@ -858,6 +858,33 @@ class GroupCoordinator:
                 self._schedule_heartbeat(group, group.get(member_id))
         return error
 
+    def validate_txn_offset_commit(
+        self, group_id: str, member_id: str, generation_id: int, group_instance_id: str | None
+    ) -> int:
+        """May a transactional producer commit offsets for this group (Kafka's ``handleTxnCommitOffsets``
+        and ``validateOffsetCommit`` with ``isTransactional``)? An unknown group is created Empty. The
+        member and generation are checked only when the producer names them (KIP-447: a consumer's
+        group metadata sent along with the offsets); a rebalance in progress does not refuse them."""
+        error = self._validate(group_id)
+        if error:
+            return error
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = GroupMetadata(group_id)
+        if group.is_state(GroupState.DEAD):
+            return int(_E.coordinator_not_available)
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            current = (group.current_static_member_id(group_instance_id)
+                       if group_instance_id is not None else None)
+            if current is not None and current != member_id:
+                return int(_E.fenced_instance_id)
+            if member_id and not group.has(member_id):
+                return int(_E.unknown_member_id)
+            if generation_id >= 0 and generation_id != group.generation_id:
+                return int(_E.illegal_generation)
+        group.offsets_committed = True
+        return NONE
+
     @staticmethod
     def _validate_commit_member(
         group: GroupMetadata, member_id: str, generation_id: int, group_instance_id: str | None

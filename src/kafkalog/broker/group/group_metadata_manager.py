@@ -49,7 +49,9 @@ from kafkalog.protocol.group_metadata_records import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from kafkalog.records import MAGIC_V2, CompressionType, MemoryRecords, SimpleRecord
+from kafkalog.records import MAGIC_V2, CompressionType, ControlRecordType, MemoryRecords, SimpleRecord
+from kafkalog.records.control import parse_control_record_type
+from kafkalog.records.types import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE
 from kafkalog.records.validator import AppendOrigin
 from kafkalog.storage.log_manager import LogManager
 
@@ -77,6 +79,10 @@ class GroupMetadataManager:
         self._on_append = on_append  # wakes fetches parked on the partition (ReplicaManager)
         self._offsets: dict[str, dict[TopicPartitionKey, OffsetCommitValue]] = {}
         self._groups: dict[str, GroupMetadataValue] = {}
+        # where in the log each offset was committed: of two commits, the later record wins
+        self._positions: dict[str, dict[TopicPartitionKey, int]] = {}
+        # open transactions' commits: producer id -> group -> partition -> (value, log position)
+        self._pending_txn: dict[int, dict[str, dict[TopicPartitionKey, tuple[OffsetCommitValue, int]]]] = {}
         self._loaded = False
         self._count_settled = False  # the partition count taken from the topic, once it exists
 
@@ -112,31 +118,38 @@ class GroupMetadataManager:
                      self.num_partitions)
             self.num_partitions = existing
 
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
-        """Append ``(key, value)`` records to the group's partition; Kafka's error code."""
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]], *,
+                producer_id: int = NO_PRODUCER_ID,
+                producer_epoch: int = NO_PRODUCER_EPOCH) -> tuple[int, int]:
+        """Append ``(key, value)`` records to the group's partition in one batch: (Kafka's error code,
+        the batch's first offset). With a producer id the batch is transactional (TxnOffsetCommit):
+        its records count only once the transaction's COMMIT marker follows."""
         if not records:
-            return _NONE
+            return _NONE, -1
         try:
             self.ensure_topic()
             partition = self.partition_for(group_id)
             partition_log = self._log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
             now = self._time.milliseconds()
+            transactional = producer_id != NO_PRODUCER_ID
             batch = MemoryRecords.with_records(
-                MAGIC_V2, self._compression, [SimpleRecord(value, key, now) for key, value in records]
+                MAGIC_V2, self._compression, [SimpleRecord(value, key, now) for key, value in records],
+                producer_id=producer_id, producer_epoch=producer_epoch,
+                base_sequence=0 if transactional else NO_SEQUENCE, is_transactional=transactional,
             )
-            partition_log.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
+            info = partition_log.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
         except KafkaLogError as e:
             log.warning("Writing to %s for group %s failed: %s", GROUP_METADATA_TOPIC_NAME, group_id, e)
-            return int(_storage_error(e))
+            return int(_storage_error(e)), -1
         if self._on_append is not None:
             self._on_append(GROUP_METADATA_TOPIC_NAME, partition)
-        return _NONE
+        return _NONE, info.first_offset
 
     # --- groups ------------------------------------------------------------------------------------
 
     async def store_group(self, group_id: str, value: GroupMetadataValue) -> int:
         record = (encode_group_metadata_key(group_id), encode_group_metadata_value(value))
-        error = self._append(group_id, [record])
+        error, _ = self._append(group_id, [record])
         if error == _NONE:
             self._groups[group_id] = value
         return error
@@ -148,9 +161,10 @@ class GroupMetadataManager:
             (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in sorted(offsets)
         ]
         records.append((encode_group_metadata_key(group_id), None))
-        error = self._append(group_id, records)
+        error, _ = self._append(group_id, records)
         if error == _NONE:
             self._offsets.pop(group_id, None)
+            self._positions.pop(group_id, None)
             self._groups.pop(group_id, None)
         return error
 
@@ -164,10 +178,61 @@ class GroupMetadataManager:
             (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), encode_offset_commit_value(v))
             for (t, p), v in items
         ]
-        error = self._append(group_id, records)
+        error, position = self._append(group_id, records)
         if error == _NONE:
             self._offsets.setdefault(group_id, {}).update(items)
+            self._positions.setdefault(group_id, {}).update(dict.fromkeys(offsets, position))
         return {tp: error for tp, _ in items}
+
+    async def store_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                offsets: Mapping[TopicPartitionKey, OffsetCommitValue]
+                                ) -> dict[TopicPartitionKey, int]:
+        """TxnOffsetCommit: the commits are written in the producer's transaction and stay pending
+        (invisible to OffsetFetch) until its marker commits or aborts them."""
+        items = list(offsets.items())
+        records: list[tuple[bytes, bytes | None]] = [
+            (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), encode_offset_commit_value(v))
+            for (t, p), v in items
+        ]
+        error, position = self._append(group_id, records, producer_id=producer_id,
+                                       producer_epoch=producer_epoch)
+        if error == _NONE:
+            pending = self._pending_txn.setdefault(producer_id, {}).setdefault(group_id, {})
+            pending.update({tp: (value, position) for tp, value in items})
+        return {tp: error for tp, _ in items}
+
+    def complete_txn_offsets(self, producer_id: int, partitions: set[int], commit: bool) -> None:
+        """The producer's transaction ended in these partitions of ``__consumer_offsets`` (Kafka's
+        ``handleTxnCompletion``): its pending commits there become the groups' offsets, unless a
+        commit written later to the log already replaced them, or are dropped."""
+        groups = self._pending_txn.get(producer_id, {})
+        for group_id in [g for g in groups if self.partition_for(g) in partitions]:
+            pending = groups.pop(group_id)
+            if commit:
+                for tp, (value, position) in pending.items():
+                    self._apply_commit(group_id, tp, value, position)
+        if not groups:
+            self._pending_txn.pop(producer_id, None)
+
+    def _apply_commit(self, group_id: str, tp: TopicPartitionKey, value: OffsetCommitValue | None,
+                      position: int) -> None:
+        positions = self._positions.setdefault(group_id, {})
+        if positions.get(tp, -1) > position:
+            return  # a commit later in the log wins, whichever way it was written
+        positions[tp] = position
+        if value is not None:
+            self._offsets.setdefault(group_id, {})[tp] = value
+            return
+        group_offsets = self._offsets.get(group_id)
+        if group_offsets is not None:
+            group_offsets.pop(tp, None)
+            if not group_offsets:
+                del self._offsets[group_id]
+
+    def has_pending_txn_offsets(self, group_id: str, tp: TopicPartitionKey | None = None) -> bool:
+        """Whether an open transaction has committed offsets for the group (for ``tp``, if given)."""
+        return any(group_id in groups and (tp is None or tp in groups[group_id])
+                   for groups in self._pending_txn.values())
 
     def get_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey] | None = None
                     ) -> dict[TopicPartitionKey, OffsetCommitValue]:
@@ -182,12 +247,14 @@ class GroupMetadataManager:
         wanted = list(partitions)
         stored = self._offsets.get(group_id, {})
         present = [tp for tp in wanted if tp in stored]
-        error = self._append(group_id, [
+        error, position = self._append(group_id, [
             (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in present
         ])
         if error == _NONE:
+            positions = self._positions.setdefault(group_id, {})
             for tp in present:
                 stored.pop(tp, None)
+                positions[tp] = position
             if not stored:
                 self._offsets.pop(group_id, None)
         return {tp: error for tp in wanted}
@@ -225,37 +292,56 @@ class GroupMetadataManager:
         self._adopt_partition_count(len(partitions))
         skipped = 0
         for partition in partitions:
-            partition_log = self._log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
-            for record in partition_log.records(partition_log.log_start_offset):
-                if record.key is None:
-                    skipped += 1
-                    continue
-                try:
-                    key = decode_key(record.key)
-                    value = decode_value(key, record.value)
-                except KafkaLogError as e:
-                    skipped += 1
-                    log.warning("%s-%d offset %d: unreadable record skipped: %s",
-                                GROUP_METADATA_TOPIC_NAME, partition, record.offset, e)
-                    continue
-                self._replay(key, value)
+            skipped += self._load_partition(partition)
         log.info("Loaded %d groups and the offsets of %d groups from %s%s", len(self._groups),
                  len(self._offsets), GROUP_METADATA_TOPIC_NAME,
                  f" ({skipped} records skipped)" if skipped else "")
         return dict(self._groups)
 
+    def _load_partition(self, partition: int) -> int:
+        """Replay one partition batch by batch; returns how many records were unreadable. A
+        transactional batch's commits wait for their producer's marker (Kafka's
+        ``doLoadGroupsAndOffsets``): COMMIT applies them, ABORT drops them, none yet leaves them pending."""
+        partition_log = self._log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
+        skipped = 0
+        open_txns: dict[int, list[tuple[OffsetCommitKey, OffsetCommitValue | None, int]]] = {}
+        for batch in partition_log.batches(partition_log.log_start_offset):
+            if batch.is_control:
+                committed = open_txns.pop(batch.producer_id, [])
+                if _is_commit_marker(batch):
+                    for key, value, position in committed:
+                        self._apply_commit(key.group, (key.topic, key.partition), value, position)
+                continue
+            for record in batch.records():
+                if record.key is None:
+                    skipped += 1
+                    continue
+                try:
+                    any_key = decode_key(record.key)
+                    any_value = decode_value(any_key, record.value)
+                except KafkaLogError as e:
+                    skipped += 1
+                    log.warning("%s-%d offset %d: unreadable record skipped: %s",
+                                GROUP_METADATA_TOPIC_NAME, partition, record.offset, e)
+                    continue
+                if batch.is_transactional and isinstance(any_key, OffsetCommitKey):
+                    assert not isinstance(any_value, GroupMetadataValue)
+                    entry = (any_key, any_value, batch.base_offset)
+                    open_txns.setdefault(batch.producer_id, []).append(entry)
+                else:
+                    self._replay(any_key, any_value, batch.base_offset)
+        for producer_id, entries in open_txns.items():
+            for key, value, position in entries:
+                if value is not None:
+                    groups = self._pending_txn.setdefault(producer_id, {})
+                    groups.setdefault(key.group, {})[(key.topic, key.partition)] = (value, position)
+        return skipped
+
     def _replay(self, key: OffsetCommitKey | GroupMetadataKey,
-                value: OffsetCommitValue | GroupMetadataValue | None) -> None:
+                value: OffsetCommitValue | GroupMetadataValue | None, position: int) -> None:
         if isinstance(key, OffsetCommitKey):
-            tp = (key.topic, key.partition)
-            if isinstance(value, OffsetCommitValue):
-                self._offsets.setdefault(key.group, {})[tp] = value
-            else:
-                group_offsets = self._offsets.get(key.group)
-                if group_offsets is not None:
-                    group_offsets.pop(tp, None)
-                    if not group_offsets:
-                        del self._offsets[key.group]
+            assert not isinstance(value, GroupMetadataValue)
+            self._apply_commit(key.group, (key.topic, key.partition), value, position)
         elif isinstance(value, GroupMetadataValue):
             self._groups[key.group] = value
         else:
@@ -309,6 +395,12 @@ class GroupMetadataManager:
         self._on_append = None
 
 
+def _is_commit_marker(batch: Any) -> bool:
+    for record in batch.records():
+        return parse_control_record_type(record.key) is ControlRecordType.COMMIT
+    return False
+
+
 def _storage_error(e: KafkaLogError) -> ErrorCode:
     """Kafka maps append failures of the coordinator to retriable coordinator errors (its
     ``GroupMetadataManager.storeOffsets`` callback): the client retries elsewhere or later."""
@@ -317,4 +409,6 @@ def _storage_error(e: KafkaLogError) -> ErrorCode:
         return ErrorCode.coordinator_not_available
     if code in (ErrorCode.message_too_large, ErrorCode.record_list_too_large, ErrorCode.invalid_fetch_size):
         return ErrorCode.invalid_commit_offset_size
+    if code in (ErrorCode.invalid_producer_epoch, ErrorCode.invalid_txn_state):
+        return code  # a fenced transactional producer's TxnOffsetCommit: it must learn it is fenced
     return ErrorCode.unknown_server_error

@@ -1,6 +1,6 @@
-"""FindCoordinator (10), v0-v6: this node coordinates every group (key type 0). Transaction
-coordinators (key type 1) are not served yet: COORDINATOR_NOT_AVAILABLE. From v4 a request carries a
-batch of keys and gets one answer per key."""
+"""FindCoordinator (10), v0-v6: this node coordinates every group (key type 0) and every transactional
+id (key type 1; ``__transaction_state`` is created first, as Kafka's lookup creates it). From v4 a
+request carries a batch of keys and gets one answer per key."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.broker.txn.coordinator_of import transaction_coordinator
+from kafkalog.errors import KafkaLogError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
 
@@ -23,7 +25,12 @@ def _lookup(apis: Any, key_type: int) -> tuple[ErrorCode, str | None, int, str, 
         endpoint = apis.endpoint
         return ErrorCode.none, None, endpoint.node_id, endpoint.host, endpoint.port
     if key_type == TRANSACTION_KEY_TYPE:
-        return ErrorCode.coordinator_not_available, "The coordinator is not available.", -1, "", -1
+        try:
+            transaction_coordinator(apis).state_manager.ensure_topic()
+        except KafkaLogError as e:
+            return ErrorCode.coordinator_not_available, str(e), -1, "", -1
+        endpoint = apis.endpoint
+        return ErrorCode.none, None, endpoint.node_id, endpoint.host, endpoint.port
     return ErrorCode.invalid_request, f"Invalid coordinator type {key_type}", -1, "", -1
 
 

@@ -21,7 +21,7 @@ from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.metadata_cache import ZERO_UUID
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
-from kafkalog.broker.transaction_topic import TRANSACTION_STATE_TOPIC_NAME, transaction_topic_configs
+from kafkalog.broker.txn.transaction_topic import TRANSACTION_STATE_TOPIC_NAME, transaction_topic_configs
 from kafkalog.errors import KafkaLogError, TopicExistsError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type

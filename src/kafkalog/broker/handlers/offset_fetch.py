@@ -1,7 +1,8 @@
 """OffsetFetch (9), v1-v9 (Kafka's ``handleOffsetFetchRequest``): the committed offset, leader epoch
 and metadata of each asked partition, or of every partition the group committed (topics null, v2+);
--1 with no error where nothing is committed. From v8 a request asks for several groups. With one
-replica every commit is stable, so ``require_stable`` changes nothing."""
+-1 with no error where nothing is committed. From v8 a request asks for several groups. Offsets an open
+transaction committed (TxnOffsetCommit) are not shown until it commits; with ``require_stable`` (v7+)
+such a partition answers UNSTABLE_OFFSET_COMMIT instead, and the client retries (KIP-447)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from kafkalog.protocol.codec import response_type
 _NO_OFFSET = -1
 
 
-def _topics(manager: Any, group_id: str, topics: Any, topic_cls: Any, partition_cls: Any) -> tuple[Any, ...]:
+def _topics(manager: Any, group_id: str, topics: Any, topic_cls: Any, partition_cls: Any,
+            require_stable: bool) -> tuple[Any, ...]:
     if topics is None:  # every partition the group has an offset for
         stored = manager.get_offsets(group_id)
         wanted: dict[str, list[int]] = {}
@@ -32,13 +34,16 @@ def _topics(manager: Any, group_id: str, topics: Any, topic_cls: Any, partition_
         rows = []
         for partition in partitions:
             value = stored.get((topic, partition))
+            unstable = require_stable and manager.has_pending_txn_offsets(group_id, (topic, partition))
+            if unstable:
+                value = None
             rows.append(build(
                 partition_cls,
                 partition_index=partition,
                 committed_offset=_NO_OFFSET if value is None else value.offset,
                 committed_leader_epoch=-1 if value is None else value.leader_epoch,
                 metadata="" if value is None else value.metadata,
-                error_code=ErrorCode.none,
+                error_code=ErrorCode.unstable_offset_commit if unstable else ErrorCode.none,
             ))
         out.append(build(topic_cls, name=topic, partitions=tuple(rows)))
     return tuple(out)
@@ -48,6 +53,7 @@ def _topics(manager: Any, group_id: str, topics: Any, topic_cls: Any, partition_
 async def handle_offset_fetch_request(apis: Any, request: RequestContext, body: Any) -> Any:
     cls = response_type(ApiKey.OFFSET_FETCH, request.api_version)
     manager = group_metadata_manager(apis)
+    stable = bool(getattr(body, "require_stable", False))
     if request.api_version >= 8:
         group_cls = nested_type(cls, "OffsetFetchResponseGroup")
         topic_cls = nested_type(cls, "OffsetFetchResponseTopics")
@@ -57,7 +63,7 @@ async def handle_offset_fetch_request(apis: Any, request: RequestContext, body: 
             throttle_time=ZERO_DELAY,
             groups=tuple(
                 group_cls(group_id=g.group_id,
-                          topics=_topics(manager, g.group_id, g.topics, topic_cls, partition_cls),
+                          topics=_topics(manager, g.group_id, g.topics, topic_cls, partition_cls, stable),
                           error_code=ErrorCode.none)
                 for g in body.groups
             ),
@@ -67,6 +73,6 @@ async def handle_offset_fetch_request(apis: Any, request: RequestContext, body: 
     return build(
         cls,
         throttle_time=ZERO_DELAY,
-        topics=_topics(manager, body.group_id, body.topics, topic_cls, partition_cls),
+        topics=_topics(manager, body.group_id, body.topics, topic_cls, partition_cls, stable),
         error_code=ErrorCode.none,
     )

@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 from kafkalog.broker.handlers import ApiHandler, register
 from kafkalog.broker.replica_manager import PartitionResponse, TopicPartition
 from kafkalog.broker.request import RequestContext
+from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.errors import CorruptRecordError, InvalidRequestError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.produce_request import FIRST_TOPIC_ID, ProduceRequestData, decode_produce_request
@@ -60,6 +61,27 @@ def _validate_records(version: int, records: memoryview) -> PartitionResponse | 
     return None
 
 
+def _verify_transaction(apis: Any, transactional_id: str, tp: TopicPartition,
+                        records: memoryview) -> PartitionResponse | None:
+    """A transactional batch must belong to the Ongoing transaction that added this partition
+    (Kafka's produce-side verification, KIP-890 part 1, ``transaction.partition.verification.enable``):
+    otherwise a late or stray write would open a transaction nobody ends, and hold the partition's
+    last stable offset until it timed out. Errors as Kafka's ``handleProduceAppend`` translates them."""
+    batch = next(iter_batches(records, in_memory=True))
+    if not batch.is_transactional or batch.producer_id < 0:
+        return None
+    error = transaction_coordinator(apis).verify_partition(
+        transactional_id, batch.producer_id, batch.producer_epoch, (tp.topic, tp.partition))
+    if error == ErrorCode.none:
+        return None
+    if error == ErrorCode.invalid_txn_state:
+        return _refused(ErrorCode.invalid_txn_state, "Partition was not added to the transaction")
+    if error == ErrorCode.concurrent_transactions:  # retriable without a metadata refresh
+        return _refused(ErrorCode.not_enough_replicas, "Unable to verify the partition has been added to the "
+                        "transaction. Underlying error: CONCURRENT_TRANSACTIONS")
+    return PartitionResponse(ErrorCode(error))
+
+
 def _refused(error: ErrorCode, message: str) -> PartitionResponse:
     return PartitionResponse(error, error_message=message)
 
@@ -74,6 +96,9 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
     entries: dict[TopicPartition, memoryview | None] = {}
     invalid: dict[TopicPartition, PartitionResponse] = {}
     order: list[tuple[Any, TopicPartition]] = []  # (the topic as the client named it, partition)
+    transactional_id = body.transactional_id
+    verify = transactional_id is not None and apis.config.get_bool(
+        "transaction.partition.verification.enable")
     for topic in body.topics:
         name = topic.name
         if name is None:  # v13+: by topic id
@@ -84,16 +109,10 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
             if name is None:
                 invalid[key] = PartitionResponse(ErrorCode.unknown_topic_id)
                 continue
-            if body.transactional_id is not None:
-                # No transaction coordinator yet: Kafka refuses a transactional write to a partition
-                # that was not added to the transaction.
-                invalid[key] = PartitionResponse(
-                    ErrorCode.invalid_txn_state,
-                    error_message=("Transactional produce is not supported by this broker yet"),
-                )
-                continue
             records = partition.records
             failed = _validate_records(version, records) if records is not None else None
+            if failed is None and records is not None and verify and transactional_id is not None:
+                failed = _verify_transaction(apis, transactional_id, key, records)
             if failed is not None:
                 invalid[key] = failed
             else:

@@ -1,0 +1,79 @@
+"""TxnOffsetCommit (28), v0-v4: a transactional producer commits a consumer group's offsets inside
+its transaction (Kafka's ``handleTxnOffsetCommitRequest`` → ``GroupCoordinator.handleTxnCommitOffsets``).
+The commits are written to ``__consumer_offsets`` in a transactional batch and become the group's
+offsets only when the transaction commits (its marker); until then OffsetFetch does not see them,
+and with ``require_stable`` reports UNSTABLE_OFFSET_COMMIT. Per partition: UNKNOWN_TOPIC_OR_PARTITION
+for a partition the broker does not have, OFFSET_METADATA_TOO_LARGE past
+``offset.metadata.max.bytes``. v5 (KIP-890's implicit AddOffsetsToTxn) is not served."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.group.coordinator_of import group_coordinator
+from kafkalog.broker.group.manager_of import group_metadata_manager
+from kafkalog.broker.handlers import handles
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.codec import response_type
+from kafkalog.protocol.group_metadata_records import OffsetCommitValue
+
+
+@handles(ApiKey.TXN_OFFSET_COMMIT, 0, 4)
+async def handle_txn_offset_commit_request(apis: Any, request: RequestContext, body: Any) -> Any:
+    cls = response_type(ApiKey.TXN_OFFSET_COMMIT, request.api_version)
+    topic_cls = nested_type(cls, "TxnOffsetCommitResponseTopic")
+    partition_cls = nested_type(cls, "TxnOffsetCommitResponsePartition")
+    log_manager = apis.log_manager
+    max_metadata = apis.config.get_int("offset.metadata.max.bytes")
+    now = log_manager.time.milliseconds()
+
+    errors: dict[tuple[str, int], int] = {}
+    to_store: dict[tuple[str, int], OffsetCommitValue] = {}
+    for topic in body.topics:
+        known = set(log_manager.partitions(topic.name)) if log_manager.has_topic(topic.name) else set()
+        for p in topic.partitions:
+            tp = (topic.name, int(p.partition_index))
+            metadata = p.committed_metadata or ""
+            if tp[1] not in known:
+                errors[tp] = int(ErrorCode.unknown_topic_or_partition)
+            elif len(metadata.encode()) > max_metadata:
+                errors[tp] = int(ErrorCode.offset_metadata_too_large)
+            else:
+                epoch = int(getattr(p, "committed_leader_epoch", -1))
+                to_store[tp] = OffsetCommitValue(int(p.committed_offset), epoch, metadata, now, -1)
+    if to_store:
+        error = group_coordinator(apis).validate_txn_offset_commit(
+            body.group_id,
+            getattr(body, "member_id", ""),
+            int(getattr(body, "generation_id", -1)),
+            getattr(body, "group_instance_id", None),
+        )
+        if error:
+            errors.update(dict.fromkeys(to_store, error))
+        else:
+            errors.update(
+                await group_metadata_manager(apis).store_txn_offsets(
+                    body.group_id, int(body.producer_id), int(body.producer_epoch), to_store
+                )
+            )
+
+    return build(
+        cls,
+        throttle_time=ZERO_DELAY,
+        topics=tuple(
+            topic_cls(
+                name=topic.name,
+                partitions=tuple(
+                    partition_cls(
+                        partition_index=p.partition_index,
+                        error_code=ErrorCode(errors[(topic.name, int(p.partition_index))]),
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in body.topics
+        ),
+    )
