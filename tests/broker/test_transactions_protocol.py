@@ -37,38 +37,83 @@ def req(api_key: int, version: int, **fields: Any) -> Any:
 
 def create_topic(sock, topic: str) -> None:
     cls, mod = _raw.request_class(ApiKey.METADATA, 12)
-    r = _raw.request(sock, cls(topics=(mod.MetadataRequestTopic(topic_id=None, name=topic),),
-                               allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+    r = _raw.request(
+        sock,
+        cls(
+            topics=(mod.MetadataRequestTopic(topic_id=None, name=topic),),
+            allow_auto_topic_creation=True,
+            include_topic_authorized_operations=False,
+        ),
+    )
     assert r.topics[0].error_code == E.none
 
 
-def init_pid(sock, txn_id: str, version: int = 4, timeout: timedelta = MINUTE, pid: int = -1,
-             epoch: int = -1) -> Any:
-    return _raw.request(sock, req(ApiKey.INIT_PRODUCER_ID, version, transactional_id=txn_id,
-                                  transaction_timeout=timeout, producer_id=pid, producer_epoch=epoch))
+def init_pid(
+    sock, txn_id: str, version: int = 4, timeout: timedelta = MINUTE, pid: int = -1, epoch: int = -1
+) -> Any:
+    return _raw.request(
+        sock,
+        req(
+            ApiKey.INIT_PRODUCER_ID,
+            version,
+            transactional_id=txn_id,
+            transaction_timeout=timeout,
+            producer_id=pid,
+            producer_epoch=epoch,
+        ),
+    )
 
 
-def add_partitions(sock, txn_id: str, pid: int, epoch: int, partitions: dict[str, list[int]],
-                   version: int = 3) -> dict[tuple[str, int], E]:
+def add_partitions(
+    sock, txn_id: str, pid: int, epoch: int, partitions: dict[str, list[int]], version: int = 3
+) -> dict[tuple[str, int], E]:
     _, mod = _raw.request_class(ApiKey.ADD_PARTITIONS_TO_TXN, version)
-    r = _raw.request(sock, req(
-        ApiKey.ADD_PARTITIONS_TO_TXN, version, v3_and_below_transactional_id=txn_id,
-        v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
-        v3_and_below_topics=tuple(mod.AddPartitionsToTxnTopic(name=t, partitions=tuple(ps))
-                                  for t, ps in partitions.items())))
-    return {(t.name, p.partition_index): p.partition_error_code
-            for t in r.results_by_topic_v3_and_below for p in t.results_by_partition}
+    r = _raw.request(
+        sock,
+        req(
+            ApiKey.ADD_PARTITIONS_TO_TXN,
+            version,
+            v3_and_below_transactional_id=txn_id,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=tuple(
+                mod.AddPartitionsToTxnTopic(name=t, partitions=tuple(ps)) for t, ps in partitions.items()
+            ),
+        ),
+    )
+    return {
+        (t.name, p.partition_index): p.partition_error_code
+        for t in r.results_by_topic_v3_and_below
+        for p in t.results_by_partition
+    }
 
 
 def end_txn(sock, txn_id: str, pid: int, epoch: int, commit: bool, version: int = 3) -> E:
-    r = _raw.request(sock, req(ApiKey.END_TXN, version, transactional_id=txn_id, producer_id=pid,
-                               producer_epoch=epoch, committed=commit))
+    r = _raw.request(
+        sock,
+        req(
+            ApiKey.END_TXN,
+            version,
+            transactional_id=txn_id,
+            producer_id=pid,
+            producer_epoch=epoch,
+            committed=commit,
+        ),
+    )
     return r.error_code
 
 
 def txn_batch(pid: int, epoch: int, sequence: int, values: list[bytes]) -> bytes:
-    builder = MemoryRecordsBuilder(2, CompressionType.NONE, TimestampType.CREATE_TIME, 0, producer_id=pid,
-                                   producer_epoch=epoch, base_sequence=sequence, is_transactional=True)
+    builder = MemoryRecordsBuilder(
+        2,
+        CompressionType.NONE,
+        TimestampType.CREATE_TIME,
+        0,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        is_transactional=True,
+    )
     for i, value in enumerate(values):
         builder.append(1_000 + i, None, value)
     return builder.build().to_bytes()
@@ -76,10 +121,19 @@ def txn_batch(pid: int, epoch: int, sequence: int, values: list[bytes]) -> bytes
 
 def produce(sock, txn_id: str | None, topic: str, partition: int, records: bytes) -> Any:
     cls, mod = _raw.request_class(ApiKey.PRODUCE, 9)
-    r = _raw.request(sock, cls(
-        transactional_id=txn_id, acks=-1, timeout=timedelta(seconds=5),
-        topic_data=(mod.TopicProduceData(name=topic, partition_data=(
-            mod.PartitionProduceData(index=partition, records=records),)),)))
+    r = _raw.request(
+        sock,
+        cls(
+            transactional_id=txn_id,
+            acks=-1,
+            timeout=timedelta(seconds=5),
+            topic_data=(
+                mod.TopicProduceData(
+                    name=topic, partition_data=(mod.PartitionProduceData(index=partition, records=records),)
+                ),
+            ),
+        ),
+    )
     return r.responses[0].partition_responses[0]
 
 
@@ -103,7 +157,8 @@ def test_init_producer_id_errors_per_version(kafkalog_broker, version):
     with _raw.connect(kafkalog_broker.bootstrap_servers) as sock:
         assert init_pid(sock, "", version).error_code == E.invalid_request
         assert init_pid(sock, "tx", version, timeout=timedelta(minutes=16)).error_code == (
-            E.invalid_transaction_timeout)  # transaction.max.timeout.ms is 15 minutes
+            E.invalid_transaction_timeout
+        )  # transaction.max.timeout.ms is 15 minutes
         assert init_pid(sock, "tx", version, timeout=timedelta(0)).error_code == E.invalid_transaction_timeout
         ok = init_pid(sock, "tx", version)
         assert ok.error_code == E.none
@@ -126,17 +181,23 @@ def test_add_partitions_errors_per_version(kafkalog_broker, version):
         ok = init_pid(sock, "tx")
         pid, epoch = ok.producer_id, ok.producer_epoch
         assert add_partitions(sock, "nobody", pid, epoch, {"t": [0]}, version) == {
-            ("t", 0): E.invalid_producer_id_mapping}
+            ("t", 0): E.invalid_producer_id_mapping
+        }
         assert add_partitions(sock, "tx", pid + 1, epoch, {"t": [0]}, version) == {
-            ("t", 0): E.invalid_producer_id_mapping}
+            ("t", 0): E.invalid_producer_id_mapping
+        }
         fenced = E.producer_fenced if version >= 2 else E.invalid_producer_epoch
         assert add_partitions(sock, "tx", pid, epoch + 1, {"t": [0]}, version) == {("t", 0): fenced}
         # one missing partition: nothing is added
         assert add_partitions(sock, "tx", pid, epoch, {"t": [0, 7], "nope": [0]}, version) == {
-            ("t", 0): E.operation_not_attempted, ("t", 7): E.unknown_topic_or_partition,
-            ("nope", 0): E.unknown_topic_or_partition}
+            ("t", 0): E.operation_not_attempted,
+            ("t", 7): E.unknown_topic_or_partition,
+            ("nope", 0): E.unknown_topic_or_partition,
+        }
         assert add_partitions(sock, "tx", pid, epoch, {"t": [0, 1]}, version) == {
-            ("t", 0): E.none, ("t", 1): E.none}
+            ("t", 0): E.none,
+            ("t", 1): E.none,
+        }
         assert end_txn(sock, "tx", pid, epoch, True, min(version, 4)) == E.none
 
 
@@ -179,7 +240,11 @@ def test_committed_and_aborted_writes_and_their_markers(kafkalog_broker):
     assert values(broker, "t", 0, FetchIsolation.HIGH_WATERMARK) == [b"a", b"b", b"x"]
     batches = list(log.batches(0))
     assert [(b.is_control, b.is_transactional, b.producer_id) for b in batches] == [
-        (False, True, pid), (True, True, pid), (False, True, pid), (True, True, pid)]
+        (False, True, pid),
+        (True, True, pid),
+        (False, True, pid),
+        (True, True, pid),
+    ]
     assert [a.producer_id for a in log.collect_aborted_transactions(0, log.log_end_offset)] == [pid]
 
 
@@ -193,7 +258,9 @@ def test_produce_is_verified_against_the_transaction(kafkalog_broker):
         assert refused.error_message == "Partition was not added to the transaction"
         add_partitions(sock, "tx", pid, epoch, {"t": [0]})
         assert produce(sock, "tx", "t", 1, txn_batch(pid, epoch, 0, [b"x"])).error_code == E.invalid_txn_state
-        assert produce(sock, "tx", "t", 0, txn_batch(pid, epoch + 1, 0, [b"x"])).error_code == E.producer_fenced
+        assert (
+            produce(sock, "tx", "t", 0, txn_batch(pid, epoch + 1, 0, [b"x"])).error_code == E.producer_fenced
+        )
         assert produce(sock, "tx", "t", 0, txn_batch(pid, epoch, 0, [b"x"])).error_code == E.none
     assert kafkalog_broker.server.log_manager.get_log("t", 1).log_end_offset == 0
 
@@ -256,22 +323,60 @@ def test_txn_offset_commit_counts_only_when_the_transaction_commits(kafkalog_bro
         pid, epoch = ok.producer_id, ok.producer_epoch
 
         def commit_offset(offset: int) -> E:
-            r = _raw.request(sock, req(ApiKey.ADD_OFFSETS_TO_TXN, 3, transactional_id="tx", producer_id=pid,
-                                       producer_epoch=epoch, group_id="g"))
+            r = _raw.request(
+                sock,
+                req(
+                    ApiKey.ADD_OFFSETS_TO_TXN,
+                    3,
+                    transactional_id="tx",
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    group_id="g",
+                ),
+            )
             assert r.error_code == E.none
             _, mod = _raw.request_class(ApiKey.TXN_OFFSET_COMMIT, 3)
-            r = _raw.request(sock, req(
-                ApiKey.TXN_OFFSET_COMMIT, 3, transactional_id="tx", group_id="g", producer_id=pid,
-                producer_epoch=epoch, generation_id=-1, member_id="", group_instance_id=None,
-                topics=(mod.TxnOffsetCommitRequestTopic(name="in", partitions=(
-                    mod.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
-                                                        committed_leader_epoch=-1, committed_metadata="m"),)),)))
+            r = _raw.request(
+                sock,
+                req(
+                    ApiKey.TXN_OFFSET_COMMIT,
+                    3,
+                    transactional_id="tx",
+                    group_id="g",
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    generation_id=-1,
+                    member_id="",
+                    group_instance_id=None,
+                    topics=(
+                        mod.TxnOffsetCommitRequestTopic(
+                            name="in",
+                            partitions=(
+                                mod.TxnOffsetCommitRequestPartition(
+                                    partition_index=0,
+                                    committed_offset=offset,
+                                    committed_leader_epoch=-1,
+                                    committed_metadata="m",
+                                ),
+                            ),
+                        ),
+                    ),
+                ),
+            )
             return r.topics[0].partitions[0].error_code
 
         def fetch(require_stable: bool) -> tuple[int, E]:
             _, mod = _raw.request_class(ApiKey.OFFSET_FETCH, 7)
-            r = _raw.request(sock, req(ApiKey.OFFSET_FETCH, 7, group_id="g", require_stable=require_stable,
-                                       topics=(mod.OffsetFetchRequestTopic(name="in", partition_indexes=(0,)),)))
+            r = _raw.request(
+                sock,
+                req(
+                    ApiKey.OFFSET_FETCH,
+                    7,
+                    group_id="g",
+                    require_stable=require_stable,
+                    topics=(mod.OffsetFetchRequestTopic(name="in", partition_indexes=(0,)),),
+                ),
+            )
             p = r.topics[0].partitions[0]
             return p.committed_offset, p.error_code
 
@@ -300,8 +405,12 @@ def test_describe_and_list_transactions(kafkalog_broker):
         assert one.transaction_timeout == MINUTE
 
         def listed(version: int, **filters: Any) -> list[tuple[str, str]]:
-            fields = {"state_filters": (), "producer_id_filters": (), "duration_filter": -1,
-                      "transactional_id_pattern": None}
+            fields = {
+                "state_filters": (),
+                "producer_id_filters": (),
+                "duration_filter": -1,
+                "transactional_id_pattern": None,
+            }
             fields.update(filters)
             r = _raw.request(sock, req(ApiKey.LIST_TRANSACTIONS, version, **fields))
             assert r.error_code == E.none
@@ -313,7 +422,9 @@ def test_describe_and_list_transactions(kafkalog_broker):
         assert listed(1, duration_filter=3_600_000) == [("tx-b", "Empty")]  # an Empty id never started
         assert listed(2, transactional_id_pattern="tx-.") == [("tx-a", "Ongoing"), ("tx-b", "Empty")]
         assert listed(2, transactional_id_pattern="b") == []  # the whole id must match
-        r = _raw.request(sock, req(ApiKey.LIST_TRANSACTIONS, 0, state_filters=("Bogus",), producer_id_filters=()))
+        r = _raw.request(
+            sock, req(ApiKey.LIST_TRANSACTIONS, 0, state_filters=("Bogus",), producer_id_filters=())
+        )
         assert list(r.unknown_state_filters) == ["Bogus"]
         assert list(r.transaction_states) == []
 
@@ -334,8 +445,15 @@ def test_state_survives_a_restart_and_an_open_transaction_can_be_ended(tmp_path)
         again = init_pid(sock, "tx")
         assert (again.producer_id, again.producer_epoch) == (pid, epoch + 1)
         state_log = broker.server.log_manager.get_log("__transaction_state", 0)
-        stored = [(decode_transaction_log_key(r.key), decode_transaction_log_value(r.value))
-                  for r in state_log.records(0)]
+        stored = [
+            (decode_transaction_log_key(r.key), decode_transaction_log_value(r.value))
+            for r in state_log.records(0)
+        ]
     assert [(key, value.status, value.producer_epoch) for key, value in stored] == [
-        ("tx", 0, 0), ("tx", 1, 0), ("tx", 2, 0), ("tx", 4, 0), ("tx", 0, 1)]
+        ("tx", 0, 0),
+        ("tx", 1, 0),
+        ("tx", 2, 0),
+        ("tx", 4, 0),
+        ("tx", 0, 1),
+    ]
     assert stored[1][1].partitions == (("t", 0),)
