@@ -247,3 +247,45 @@ def test_aiokafka_transactional_producer(kafkalog_broker):
         return sorted(got)
 
     assert asyncio.run(run()) == sorted(b"aio-%d" % i for i in range(4))
+
+
+def test_kafka_python_admin_finds_and_aborts_a_hanging_transaction(kafkalog_broker):
+    """KIP-664's tooling: DescribeProducers shows the open transaction's first offset, and
+    WriteTxnMarkers (the admin's abort_transaction) ends it, so read_committed readers move on."""
+    from kafka import TopicPartition
+    from kafka.admin._transactions import AbortTransactionSpec
+
+    bootstrap = kafkalog_broker.bootstrap_servers
+    create_topics(bootstrap, "t")
+    source = ck.Producer({"bootstrap.servers": bootstrap})
+    source.produce("t", b"before", partition=0)
+    source.flush(30)
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": "hanging"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("t", b"hanging", partition=0)
+    producer.flush(30)
+    source.produce("t", b"after", partition=0)
+    source.flush(30)
+    log = kafkalog_broker.server.log_manager.get_log("t", 0)
+    assert log.last_stable_offset == 1
+
+    tp = TopicPartition("t", 0)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        (state,) = admin.describe_producers([tp])[tp].active_producers
+        assert state.current_transaction_start_offset == 1
+        assert state.last_sequence == 0
+        admin.abort_transaction(
+            AbortTransactionSpec(tp, state.producer_id, state.producer_epoch, state.coordinator_epoch)
+        )
+        (after,) = admin.describe_producers([tp])[tp].active_producers
+        assert after.current_transaction_start_offset == -1
+        unknown = AbortTransactionSpec(TopicPartition("nope", 0), state.producer_id, state.producer_epoch, -1)
+        with pytest.raises(kafka_errors.UnknownTopicOrPartitionError):
+            admin.abort_transaction(unknown)
+    finally:
+        admin.close()
+    assert log.last_stable_offset == log.log_end_offset
+    assert consume_all(bootstrap, "t", "read_committed", 2) == [b"after", b"before"]
+    producer.abort_transaction(30)

@@ -49,13 +49,10 @@ class TransactionMarkerWriter:
     ) -> None:
         """Append the marker to every partition. Raises KafkaLogError if one cannot be written (the
         caller retries: a marker written twice is harmless, the second ends no transaction)."""
-        marker = EndTransactionMarker(
-            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, COORDINATOR_EPOCH
-        )
         offsets_partitions: set[int] = set()
         for topic, partition in sorted(partitions):
             try:
-                partition_log = self._log_manager.get_log(topic, partition)
+                self.write_marker(producer_id, producer_epoch, commit, COORDINATOR_EPOCH, topic, partition)
             except UnknownTopicOrPartitionError:
                 log.info(
                     "Transaction marker for producer %d not written to %s-%d: the partition is gone",
@@ -64,12 +61,33 @@ class TransactionMarkerWriter:
                     partition,
                 )
                 continue
-            now = self._log_manager.time.milliseconds()
-            batch = MemoryRecords.with_end_transaction_marker(0, now, 0, producer_id, producer_epoch, marker)
-            partition_log.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
             if topic == GROUP_METADATA_TOPIC_NAME:
                 offsets_partitions.add(partition)
-            if self._on_append is not None:
-                self._on_append(topic, partition)
-        if offsets_partitions and self.on_offsets_completed is not None:
-            self.on_offsets_completed(producer_id, offsets_partitions, commit)
+        self.offsets_completed(producer_id, offsets_partitions, commit)
+
+    def write_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        topic: str,
+        partition: int,
+    ) -> None:
+        """One partition's marker (what a leader's WriteTxnMarkers handler appends). Raises
+        KafkaLogError: the partition is unknown, the epoch is stale, the coordinator epoch older."""
+        marker = EndTransactionMarker(
+            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, coordinator_epoch
+        )
+        partition_log = self._log_manager.get_log(topic, partition)
+        now = self._log_manager.time.milliseconds()
+        batch = MemoryRecords.with_end_transaction_marker(0, now, 0, producer_id, producer_epoch, marker)
+        partition_log.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
+        if self._on_append is not None:
+            self._on_append(topic, partition)
+
+    def offsets_completed(self, producer_id: int, partitions: set[int], commit: bool) -> None:
+        """The transaction ended in these ``__consumer_offsets`` partitions: the group coordinator
+        applies or drops the offsets it committed there."""
+        if partitions and self.on_offsets_completed is not None:
+            self.on_offsets_completed(producer_id, partitions, commit)

@@ -1,0 +1,64 @@
+"""DescribeProducers (61), v0 (KIP-664, Kafka's ``handleDescribeProducersRequest``): the producers a
+partition's producer state knows — id, epoch, last sequence and timestamp, the coordinator epoch of
+their last marker and where their open transaction started (-1: none). This is how an operator finds
+a hanging transaction; UNKNOWN_TOPIC_OR_PARTITION for a partition the broker does not have."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.handlers import handles
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.errors import UnknownTopicOrPartitionError
+from kafkalog.protocol.api_keys import ApiKey
+from kafkalog.protocol.codec import response_type
+
+
+@handles(ApiKey.DESCRIBE_PRODUCERS, 0, 0)
+async def handle_describe_producers_request(apis: Any, request: RequestContext, body: Any) -> Any:
+    cls = response_type(ApiKey.DESCRIBE_PRODUCERS, request.api_version)
+    topic_cls = nested_type(cls, "TopicResponse")
+    partition_cls = nested_type(cls, "PartitionResponse")
+    state_cls = nested_type(cls, "ProducerState")
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for index in topic.partition_indexes:
+            try:
+                producers = apis.log_manager.get_log(topic.name, int(index)).producer_state.producers
+            except UnknownTopicOrPartitionError as e:
+                partitions.append(
+                    partition_cls(
+                        partition_index=index,
+                        error_code=ErrorCode.unknown_topic_or_partition,
+                        error_message=str(e),
+                        active_producers=(),
+                    )
+                )
+                continue
+            partitions.append(
+                partition_cls(
+                    partition_index=index,
+                    error_code=ErrorCode.none,
+                    error_message=None,
+                    active_producers=tuple(
+                        state_cls(
+                            producer_id=entry.producer_id,
+                            producer_epoch=entry.producer_epoch,
+                            last_sequence=entry.last_seq,
+                            last_timestamp=entry.last_timestamp,
+                            coordinator_epoch=entry.coordinator_epoch,
+                            current_txn_start_offset=(
+                                -1
+                                if entry.current_txn_first_offset is None
+                                else entry.current_txn_first_offset
+                            ),
+                        )
+                        for _, entry in sorted(producers.items())
+                    ),
+                )
+            )
+        topics.append(topic_cls(name=topic.name, partitions=tuple(partitions)))
+    return build(cls, throttle_time=ZERO_DELAY, topics=tuple(topics))
