@@ -458,6 +458,7 @@ def cmd_dump_log(args: argparse.Namespace) -> int:
         max_message_size=args.max_message_size,
         max_bytes=args.max_bytes,
         offsets_decoder=args.offsets_decoder,
+        transaction_log_decoder=args.transaction_log_decoder,
     )
     failed = False
     found_problems = False
@@ -698,6 +699,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--offsets-decoder", action="store_true",
                    help="decode __consumer_offsets records (committed offsets, group metadata) as "
                    "kafka-dump-log.sh --offsets-decoder does (implies --print-data-log)")
+    p.add_argument("--transaction-log-decoder", action="store_true",
+                   help="decode __transaction_state records (transactional ids' states) as "
+                   "kafka-dump-log.sh --transaction-log-decoder does (implies --print-data-log)")
     p.add_argument("--json", action="store_true", help="one JSON document per file")
     p.set_defaults(func=cmd_dump_log)
 

@@ -5,6 +5,9 @@ the state in ``__transaction_state`` across a restart."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from datetime import timedelta
 from typing import Any
@@ -457,3 +460,55 @@ def test_state_survives_a_restart_and_an_open_transaction_can_be_ended(tmp_path)
         ("tx", 0, 1),
     ]
     assert stored[1][1].partitions == (("t", 0),)
+
+
+def test_dump_log_decodes_the_transaction_log_as_kafka_dump_log_does(tmp_path):
+    data = tmp_path / "data"
+    with Broker(data, configs=CONFIG) as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        create_topic(sock, "t")
+        ok = init_pid(sock, "tx")
+        add_partitions(sock, "tx", ok.producer_id, ok.producer_epoch, {"t": [1, 0]})
+        assert end_txn(sock, "tx", ok.producer_id, ok.producer_epoch, False) == E.none
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkalog.cli",
+            "dump-log",
+            "--transaction-log-decoder",
+            "--json",
+            str(data / "__transaction_state-0" / "00000000000000000000.log"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    records = [r for batch in json.loads(out.stdout)["batches"] for r in batch["records"]]
+    assert {json.dumps(r["key"], sort_keys=True) for r in records} == {
+        json.dumps({"type": "0", "data": {"transactionalId": "tx"}}, sort_keys=True)
+    }
+    payloads = [r["payload"]["data"] for r in records]
+    assert [(p["transactionStatus"], p["transactionPartitions"]) for p in payloads] == [
+        (0, None),
+        (1, [{"topic": "t", "partitionIds": [0, 1]}]),
+        (3, [{"topic": "t", "partitionIds": [0, 1]}]),
+        (5, []),
+    ]
+    assert {r["payload"]["version"] for r in records} == {"0"}
+    assert all(p["producerId"] == ok.producer_id and p["transactionTimeoutMs"] == 60_000 for p in payloads)
+    text = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkalog.cli",
+            "dump-log",
+            "--transaction-log-decoder",
+            str(data / "__transaction_state-0" / "00000000000000000000.log"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert 'key: {"type":"0","data":{"transactionalId":"tx"}} payload: {"version":"0"' in text

@@ -69,10 +69,12 @@ class DumpOptions:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_bytes: int = MAX_INT32
     offsets_decoder: bool = False  # decode __consumer_offsets keys and values (implies --print-data-log)
+    transaction_log_decoder: bool = False  # decode __transaction_state records (implies --print-data-log)
 
     @property
     def deep(self) -> bool:
-        return self.deep_iteration or self.print_data_log or self.offsets_decoder
+        return (self.deep_iteration or self.print_data_log or self.offsets_decoder
+                or self.transaction_log_decoder)
 
 
 @dataclass(slots=True)
@@ -179,6 +181,10 @@ def _record_items(batch: RecordBatch, options: DumpOptions) -> list[dict[str, An
             from kafkalog.tools.offsets_decoder import decode_offsets_record
 
             item.update(decode_offsets_record(record.key, record.value))
+        elif options.transaction_log_decoder:
+            from kafkalog.tools.transaction_log_decoder import decode_transaction_log_record
+
+            item.update(decode_transaction_log_record(record.key, record.value))
         elif options.print_data_log:
             item["key"] = _decode_text(record.key)
             item["payload"] = _decode_text(record.value)
