@@ -325,19 +325,20 @@ def test_txn_offset_commit_counts_only_when_the_transaction_commits(kafkalog_bro
         ok = init_pid(sock, "tx")
         pid, epoch = ok.producer_id, ok.producer_epoch
 
-        def commit_offset(offset: int) -> E:
-            r = _raw.request(
-                sock,
-                req(
-                    ApiKey.ADD_OFFSETS_TO_TXN,
-                    3,
-                    transactional_id="tx",
-                    producer_id=pid,
-                    producer_epoch=epoch,
-                    group_id="g",
-                ),
-            )
-            assert r.error_code == E.none
+        def commit_offset(offset: int, add_offsets: bool = True, producer_epoch: int = epoch) -> E:
+            if add_offsets:
+                r = _raw.request(
+                    sock,
+                    req(
+                        ApiKey.ADD_OFFSETS_TO_TXN,
+                        3,
+                        transactional_id="tx",
+                        producer_id=pid,
+                        producer_epoch=epoch,
+                        group_id="g",
+                    ),
+                )
+                assert r.error_code == E.none
             _, mod = _raw.request_class(ApiKey.TXN_OFFSET_COMMIT, 3)
             r = _raw.request(
                 sock,
@@ -347,7 +348,7 @@ def test_txn_offset_commit_counts_only_when_the_transaction_commits(kafkalog_bro
                     transactional_id="tx",
                     group_id="g",
                     producer_id=pid,
-                    producer_epoch=epoch,
+                    producer_epoch=producer_epoch,
                     generation_id=-1,
                     member_id="",
                     group_instance_id=None,
@@ -383,7 +384,10 @@ def test_txn_offset_commit_counts_only_when_the_transaction_commits(kafkalog_bro
             p = r.topics[0].partitions[0]
             return p.committed_offset, p.error_code
 
+        # the group's partition has not joined the transaction: the commit would never be ended
+        assert commit_offset(5, add_offsets=False) == E.invalid_txn_state
         assert commit_offset(5) == E.none
+        assert commit_offset(5, producer_epoch=epoch + 1) == E.producer_fenced
         assert fetch(False) == (-1, E.none)
         assert fetch(True) == (-1, E.unstable_offset_commit)
         assert end_txn(sock, "tx", pid, epoch, True) == E.none

@@ -4,7 +4,10 @@ The commits are written to ``__consumer_offsets`` in a transactional batch and b
 offsets only when the transaction commits (its marker); until then OffsetFetch does not see them,
 and with ``require_stable`` reports UNSTABLE_OFFSET_COMMIT. Per partition: UNKNOWN_TOPIC_OR_PARTITION
 for a partition the broker does not have, OFFSET_METADATA_TOO_LARGE past
-``offset.metadata.max.bytes``. v5 (KIP-890's implicit AddOffsetsToTxn) is not served."""
+``offset.metadata.max.bytes``. The group's partition must have joined the transaction
+(AddOffsetsToTxn, verified as Kafka 4 does when ``transaction.partition.verification.enable``):
+INVALID_TXN_STATE otherwise, PRODUCER_FENCED for an old epoch. v5 (KIP-890's implicit
+AddOffsetsToTxn) is not served."""
 
 from __future__ import annotations
 
@@ -14,11 +17,23 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.group.manager_of import group_metadata_manager
+from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
 from kafkalog.protocol.group_metadata_records import OffsetCommitValue
+
+
+def _verify(apis: Any, body: Any) -> int:
+    """The group's ``__consumer_offsets`` partition must be in the producer's Ongoing transaction
+    (AddOffsetsToTxn), as Kafka 4 verifies it: otherwise the commits would wait for a marker that
+    never comes."""
+    partition = (GROUP_METADATA_TOPIC_NAME, group_metadata_manager(apis).partition_for(body.group_id))
+    return transaction_coordinator(apis).verify_partition(
+        body.transactional_id, int(body.producer_id), int(body.producer_epoch), partition
+    )
 
 
 @handles(ApiKey.TXN_OFFSET_COMMIT, 0, 4)
@@ -51,6 +66,8 @@ async def handle_txn_offset_commit_request(apis: Any, request: RequestContext, b
             int(getattr(body, "generation_id", -1)),
             getattr(body, "group_instance_id", None),
         )
+        if not error and apis.config.get_bool("transaction.partition.verification.enable"):
+            error = _verify(apis, body)
         if error:
             errors.update(dict.fromkeys(to_store, error))
         else:
