@@ -261,9 +261,8 @@ def test_produce_is_verified_against_the_transaction(kafkalog_broker):
         assert refused.error_message == "Partition was not added to the transaction"
         add_partitions(sock, "tx", pid, epoch, {"t": [0]})
         assert produce(sock, "tx", "t", 1, txn_batch(pid, epoch, 0, [b"x"])).error_code == E.invalid_txn_state
-        assert (
-            produce(sock, "tx", "t", 0, txn_batch(pid, epoch + 1, 0, [b"x"])).error_code == E.producer_fenced
-        )
+        stale = produce(sock, "tx", "t", 0, txn_batch(pid, epoch + 1, 0, [b"x"]))
+        assert stale.error_code == E.invalid_producer_epoch  # clients take it as fenced
         assert produce(sock, "tx", "t", 0, txn_batch(pid, epoch, 0, [b"x"])).error_code == E.none
     assert kafkalog_broker.server.log_manager.get_log("t", 1).log_end_offset == 0
 
@@ -387,7 +386,7 @@ def test_txn_offset_commit_counts_only_when_the_transaction_commits(kafkalog_bro
         # the group's partition has not joined the transaction: the commit would never be ended
         assert commit_offset(5, add_offsets=False) == E.invalid_txn_state
         assert commit_offset(5) == E.none
-        assert commit_offset(5, producer_epoch=epoch + 1) == E.producer_fenced
+        assert commit_offset(5, producer_epoch=epoch + 1) == E.invalid_producer_epoch
         assert fetch(False) == (-1, E.none)
         assert fetch(True) == (-1, E.unstable_offset_commit)
         assert end_txn(sock, "tx", pid, epoch, True) == E.none

@@ -6,7 +6,7 @@ and with ``require_stable`` reports UNSTABLE_OFFSET_COMMIT. Per partition: UNKNO
 for a partition the broker does not have, OFFSET_METADATA_TOO_LARGE past
 ``offset.metadata.max.bytes``. The group's partition must have joined the transaction
 (AddOffsetsToTxn, verified as Kafka 4 does when ``transaction.partition.verification.enable``):
-INVALID_TXN_STATE otherwise, PRODUCER_FENCED for an old epoch. v5 (KIP-890's implicit
+INVALID_TXN_STATE otherwise, INVALID_PRODUCER_EPOCH for an old epoch. v5 (KIP-890's implicit
 AddOffsetsToTxn) is not served."""
 
 from __future__ import annotations

@@ -157,7 +157,9 @@ class TransactionCoordinator:
         if metadata is None or metadata.producer_id != producer_id:
             return int(_E.invalid_producer_id_mapping)
         if metadata.producer_epoch != producer_epoch:
-            return int(_E.producer_fenced)
+            # what the broker's verification hands the producer (Kafka's AddPartitionsToTxnManager):
+            # clients take INVALID_PRODUCER_EPOCH on a write as fenced, PRODUCER_FENCED as abortable
+            return int(_E.invalid_producer_epoch)
         if metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
             return int(_E.concurrent_transactions)
         if metadata.state is not _S.ONGOING or partition not in metadata.partitions:
