@@ -14,6 +14,11 @@
 * **consume** — confluent-kafka consuming the same records with ``assign`` from offset 0, vs a
   ``Log.read`` loop over the same log (the bytes a fetch would send, without a socket).
 
+* **transactions** — confluent-kafka producing 50 k records in transactions of 1,000 (a commit each:
+  AddPartitionsToTxn, EndTxn, three transaction-log records and a marker) vs the same records from
+  an idempotent producer without transactions; and a read_committed consumer of that topic vs a
+  read_uncommitted one. ``ratio`` = transactional / plain.
+
 * **load** — librdkafka in a separate process (``rdkafka_performance`` built by ``rdkafka_load`` from
   Debian's example source, else confluent-kafka in a subprocess) against ``kafkalog serve`` in
   another process, and against ``inmemory_broker`` (a minimal asyncio responder that keeps produced
@@ -603,12 +608,111 @@ def _load_row(bench: str, load: _Load, acks: int | None, partitions: int, measur
     return row
 
 
+TXN_RECORDS = 50_000
+TXN_SIZE = 1_000  # records per transaction
+TXN_ROUNDS = 3
+
+
+def bench_transactions() -> list[dict]:
+    """A transactional confluent-kafka producer (a commit every ``TXN_SIZE`` records: AddPartitionsToTxn,
+    EndTxn, the coordinator's three state records and a marker per partition each time) against the
+    same producer without transactions (idempotent, acks=all), and a read_committed consumer of the
+    transactional topic against a read_uncommitted one; embedded broker, best of interleaved rounds."""
+    import confluent_kafka as ck
+
+    from kafkalog.broker import Broker
+
+    workdir = Path(tempfile.mkdtemp(prefix="kafkalog-bench-txn-"))
+    payload = b"x" * RECORD_SIZE
+    best: dict[str, float] = {}
+    try:
+        with Broker(workdir / "data", configs={"transaction.state.log.num.partitions": 1}) as broker:
+            bootstrap = broker.bootstrap_servers
+            base = {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": 5,
+                "queue.buffering.max.messages": TXN_RECORDS * 2,
+            }
+
+            def produce(topic: str, transactional: bool) -> float:
+                config = dict(
+                    base,
+                    **(
+                        {"transactional.id": f"bench-{topic}"}
+                        if transactional
+                        else {"enable.idempotence": True}
+                    ),
+                )
+                producer = ck.Producer(config)
+                if transactional:
+                    producer.init_transactions(30)
+                start = time.perf_counter()
+                for _txn in range(TXN_RECORDS // TXN_SIZE):
+                    if transactional:
+                        producer.begin_transaction()
+                    for _ in range(TXN_SIZE):
+                        producer.produce(topic, payload, partition=0)
+                        producer.poll(0)
+                    if transactional:
+                        producer.commit_transaction(60)
+                assert producer.flush(60) == 0
+                return TXN_RECORDS / (time.perf_counter() - start)
+
+            def consume(topic: str, isolation: str) -> float:
+                consumer = ck.Consumer(
+                    {
+                        "bootstrap.servers": bootstrap,
+                        "group.id": f"bench-{uuid.uuid4()}",
+                        "enable.auto.commit": False,
+                        "fetch.wait.max.ms": 10,
+                        "isolation.level": isolation,
+                    }
+                )
+                consumer.assign([ck.TopicPartition(topic, 0, 0)])
+                got, start = 0, time.perf_counter()
+                deadline = start + 120
+                while got < TXN_RECORDS and time.perf_counter() < deadline:
+                    got += sum(1 for m in consumer.consume(10_000, 1.0) if m.error() is None)
+                elapsed = time.perf_counter() - start
+                consumer.close()
+                assert got == TXN_RECORDS, got
+                return TXN_RECORDS / elapsed
+
+            for round_ in range(TXN_ROUNDS):
+                for name, value in (
+                    ("idempotent", produce(f"idem{round_}", False)),
+                    ("transactional", produce(f"txn{round_}", True)),
+                    ("read_uncommitted", consume(f"txn{round_}", "read_uncommitted")),
+                    ("read_committed", consume(f"txn{round_}", "read_committed")),
+                ):
+                    best[name] = max(best.get(name, 0.0), value)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return [
+        {
+            "bench": "transactional produce",
+            "records": TXN_RECORDS,
+            "records_per_txn": TXN_SIZE,
+            "txn_msgs_per_s": best["transactional"],
+            "idempotent_msgs_per_s": best["idempotent"],
+            "ratio": best["transactional"] / best["idempotent"],
+        },
+        {
+            "bench": "read_committed consume",
+            "records": TXN_RECORDS,
+            "read_committed_msgs_per_s": best["read_committed"],
+            "read_uncommitted_msgs_per_s": best["read_uncommitted"],
+            "ratio": best["read_committed"] / best["read_uncommitted"],
+        },
+    ]
+
+
 def run() -> list[dict]:
-    return bench_codec() + bench_end_to_end() + bench_load()
+    return bench_codec() + bench_end_to_end() + bench_transactions() + bench_load()
 
 
 if __name__ == "__main__":
-    only = sys.argv[1:] or ["codec", "end_to_end", "load"]
+    only = sys.argv[1:] or ["codec", "end_to_end", "transactions", "load"]
     for name in only:
         for row in globals()[f"bench_{name}"]():
             print(row, flush=True)

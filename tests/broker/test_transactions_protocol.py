@@ -515,3 +515,68 @@ def test_dump_log_decodes_the_transaction_log_as_kafka_dump_log_does(tmp_path):
         check=True,
     ).stdout
     assert 'key: {"type":"0","data":{"transactionalId":"tx"}} payload: {"version":"0"' in text
+
+
+@pytest.mark.kafkalog_broker_config({"offsets.retention.check.interval.ms": 50})
+def test_a_group_with_offsets_in_an_open_transaction_is_not_cleaned_up(kafkalog_broker):
+    """Kafka's cleanup turns an Empty group without offsets Dead; offsets an open transaction
+    committed count (``GroupMetadata.hasOffsets``), so the group stays until the transaction ends."""
+    with _raw.connect(kafkalog_broker.bootstrap_servers) as sock:
+        create_topic(sock, "in")
+        ok = init_pid(sock, "tx")
+        pid, epoch = ok.producer_id, ok.producer_epoch
+        assert (
+            _raw.request(
+                sock,
+                req(
+                    ApiKey.ADD_OFFSETS_TO_TXN,
+                    3,
+                    transactional_id="tx",
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    group_id="pending",
+                ),
+            ).error_code
+            == E.none
+        )
+        _, mod = _raw.request_class(ApiKey.TXN_OFFSET_COMMIT, 3)
+        r = _raw.request(
+            sock,
+            req(
+                ApiKey.TXN_OFFSET_COMMIT,
+                3,
+                transactional_id="tx",
+                group_id="pending",
+                producer_id=pid,
+                producer_epoch=epoch,
+                generation_id=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=(
+                    mod.TxnOffsetCommitRequestTopic(
+                        name="in",
+                        partitions=(
+                            mod.TxnOffsetCommitRequestPartition(
+                                partition_index=0,
+                                committed_offset=3,
+                                committed_leader_epoch=-1,
+                                committed_metadata="",
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        )
+        assert r.topics[0].partitions[0].error_code == E.none
+
+        def groups() -> list[str]:
+            listed = _raw.request(sock, req(ApiKey.LIST_GROUPS, 4, states_filter=()))
+            return [g.group_id for g in listed.groups]
+
+        time.sleep(0.5)  # ten cleanup rounds
+        assert groups() == ["pending"]
+        assert end_txn(sock, "tx", pid, epoch, False) == E.none
+        deadline = time.monotonic() + 10
+        while groups():
+            assert time.monotonic() < deadline, "the group without offsets was not cleaned up"
+            time.sleep(0.05)

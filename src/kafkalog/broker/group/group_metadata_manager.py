@@ -270,7 +270,9 @@ class GroupMetadataManager:
         return removed
 
     def has_offsets(self, group_id: str) -> bool:
-        return bool(self._offsets.get(group_id))
+        """Committed offsets, or an open transaction's (Kafka's ``GroupMetadata.hasOffsets``: a group
+        is not cleaned up while a transaction may still commit offsets for it)."""
+        return bool(self._offsets.get(group_id)) or self.has_pending_txn_offsets(group_id)
 
     def has_group(self, group_id: str) -> bool:
         """Whether the group's metadata is stored (a record not yet deleted)."""
