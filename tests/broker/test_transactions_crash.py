@@ -7,8 +7,6 @@ written, markers not) finishes the commit when it starts again."""
 from __future__ import annotations
 
 import signal
-import time
-import uuid
 
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -18,6 +16,7 @@ from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.broker.txn.transaction_state import TransactionState
 from kafkalog.storage.log import FetchIsolation
 from tests.broker.test_serve_command import _start, _stop
+from tests.broker.test_transactions_clients import consume_all
 
 CONFIG = [
     "--config",
@@ -27,32 +26,6 @@ CONFIG = [
     "--config",
     "group.initial.rebalance.delay.ms=0",
 ]
-DEADLINE_S = 30.0
-
-
-def _read_committed(bootstrap: str, topic: str, expected: int) -> list[bytes]:
-    consumer = ck.Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"r-{uuid.uuid4()}",
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-        }
-    )
-    consumer.assign([ck.TopicPartition(topic, 0)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + DEADLINE_S
-    settle = None
-    while time.monotonic() < deadline:
-        message = consumer.poll(0.2)
-        if message is not None and message.error() is None:
-            got.append(message.value())
-        if len(got) >= expected:
-            settle = settle or time.monotonic() + 1.0
-            if time.monotonic() > settle:
-                break
-    consumer.close()
-    return got
 
 
 def test_kill_9_with_a_transaction_open_then_restart(tmp_path):
@@ -90,7 +63,7 @@ def test_kill_9_with_a_transaction_open_then_restart(tmp_path):
         successor = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": "app-tx"})
         successor.init_transactions(30)  # aborts what the crashed producer left open
         checker = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "app"})
-        assert _read_committed(bootstrap, "t", 5) == [b"committed-%d" % i for i in range(5)]
+        assert consume_all(bootstrap, "t", "read_committed", 5) == [b"committed-%d" % i for i in range(5)]
         (committed,) = checker.committed([ck.TopicPartition("in", 0)], 30)
         assert committed.offset == 5
         successor.begin_transaction()
@@ -99,7 +72,9 @@ def test_kill_9_with_a_transaction_open_then_restart(tmp_path):
             [ck.TopicPartition("in", 0, 9)], checker.consumer_group_metadata(), 30
         )
         successor.commit_transaction(30)
-        assert _read_committed(bootstrap, "t", 6)[-1] == b"after"
+        assert consume_all(bootstrap, "t", "read_committed", 6) == sorted(
+            [b"after", *(b"committed-%d" % i for i in range(5))]
+        )
         (committed,) = checker.committed([ck.TopicPartition("in", 0)], 30)
         assert committed.offset == 9
         checker.close()

@@ -106,6 +106,44 @@ def end_txn(sock, txn_id: str, pid: int, epoch: int, commit: bool, version: int 
     return r.error_code
 
 
+def txn_offset_commit(sock, txn_id: str, group: str, pid: int, epoch: int, offset: int) -> E:
+    _, mod = _raw.request_class(ApiKey.TXN_OFFSET_COMMIT, 3)
+    partition = mod.TxnOffsetCommitRequestPartition(
+        partition_index=0, committed_offset=offset, committed_leader_epoch=-1, committed_metadata="m"
+    )
+    r = _raw.request(
+        sock,
+        req(
+            ApiKey.TXN_OFFSET_COMMIT,
+            3,
+            transactional_id=txn_id,
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=(mod.TxnOffsetCommitRequestTopic(name="in", partitions=(partition,)),),
+        ),
+    )
+    return r.topics[0].partitions[0].error_code
+
+
+def add_offsets(sock, txn_id: str, group: str, pid: int, epoch: int) -> E:
+    r = _raw.request(
+        sock,
+        req(
+            ApiKey.ADD_OFFSETS_TO_TXN,
+            3,
+            transactional_id=txn_id,
+            producer_id=pid,
+            producer_epoch=epoch,
+            group_id=group,
+        ),
+    )
+    return r.error_code
+
+
 def txn_batch(pid: int, epoch: int, sequence: int, values: list[bytes]) -> bytes:
     builder = MemoryRecordsBuilder(
         2,
@@ -324,49 +362,10 @@ def test_txn_offset_commit_counts_only_when_the_transaction_commits(kafkalog_bro
         ok = init_pid(sock, "tx")
         pid, epoch = ok.producer_id, ok.producer_epoch
 
-        def commit_offset(offset: int, add_offsets: bool = True, producer_epoch: int = epoch) -> E:
-            if add_offsets:
-                r = _raw.request(
-                    sock,
-                    req(
-                        ApiKey.ADD_OFFSETS_TO_TXN,
-                        3,
-                        transactional_id="tx",
-                        producer_id=pid,
-                        producer_epoch=epoch,
-                        group_id="g",
-                    ),
-                )
-                assert r.error_code == E.none
-            _, mod = _raw.request_class(ApiKey.TXN_OFFSET_COMMIT, 3)
-            r = _raw.request(
-                sock,
-                req(
-                    ApiKey.TXN_OFFSET_COMMIT,
-                    3,
-                    transactional_id="tx",
-                    group_id="g",
-                    producer_id=pid,
-                    producer_epoch=producer_epoch,
-                    generation_id=-1,
-                    member_id="",
-                    group_instance_id=None,
-                    topics=(
-                        mod.TxnOffsetCommitRequestTopic(
-                            name="in",
-                            partitions=(
-                                mod.TxnOffsetCommitRequestPartition(
-                                    partition_index=0,
-                                    committed_offset=offset,
-                                    committed_leader_epoch=-1,
-                                    committed_metadata="m",
-                                ),
-                            ),
-                        ),
-                    ),
-                ),
-            )
-            return r.topics[0].partitions[0].error_code
+        def commit_offset(offset: int, add: bool = True, producer_epoch: int = epoch) -> E:
+            if add:
+                assert add_offsets(sock, "tx", "g", pid, epoch) == E.none
+            return txn_offset_commit(sock, "tx", "g", pid, producer_epoch, offset)
 
         def fetch(require_stable: bool) -> tuple[int, E]:
             _, mod = _raw.request_class(ApiKey.OFFSET_FETCH, 7)
@@ -384,7 +383,7 @@ def test_txn_offset_commit_counts_only_when_the_transaction_commits(kafkalog_bro
             return p.committed_offset, p.error_code
 
         # the group's partition has not joined the transaction: the commit would never be ended
-        assert commit_offset(5, add_offsets=False) == E.invalid_txn_state
+        assert commit_offset(5, add=False) == E.invalid_txn_state
         assert commit_offset(5) == E.none
         assert commit_offset(5, producer_epoch=epoch + 1) == E.invalid_producer_epoch
         assert fetch(False) == (-1, E.none)
@@ -525,49 +524,8 @@ def test_a_group_with_offsets_in_an_open_transaction_is_not_cleaned_up(kafkalog_
         create_topic(sock, "in")
         ok = init_pid(sock, "tx")
         pid, epoch = ok.producer_id, ok.producer_epoch
-        assert (
-            _raw.request(
-                sock,
-                req(
-                    ApiKey.ADD_OFFSETS_TO_TXN,
-                    3,
-                    transactional_id="tx",
-                    producer_id=pid,
-                    producer_epoch=epoch,
-                    group_id="pending",
-                ),
-            ).error_code
-            == E.none
-        )
-        _, mod = _raw.request_class(ApiKey.TXN_OFFSET_COMMIT, 3)
-        r = _raw.request(
-            sock,
-            req(
-                ApiKey.TXN_OFFSET_COMMIT,
-                3,
-                transactional_id="tx",
-                group_id="pending",
-                producer_id=pid,
-                producer_epoch=epoch,
-                generation_id=-1,
-                member_id="",
-                group_instance_id=None,
-                topics=(
-                    mod.TxnOffsetCommitRequestTopic(
-                        name="in",
-                        partitions=(
-                            mod.TxnOffsetCommitRequestPartition(
-                                partition_index=0,
-                                committed_offset=3,
-                                committed_leader_epoch=-1,
-                                committed_metadata="",
-                            ),
-                        ),
-                    ),
-                ),
-            ),
-        )
-        assert r.topics[0].partitions[0].error_code == E.none
+        assert add_offsets(sock, "tx", "pending", pid, epoch) == E.none
+        assert txn_offset_commit(sock, "tx", "pending", pid, epoch, 3) == E.none
 
         def groups() -> list[str]:
             listed = _raw.request(sock, req(ApiKey.LIST_GROUPS, 4, states_filter=()))

@@ -22,24 +22,15 @@ from kafkalog.protocol.group_metadata_records import OffsetCommitValue
 _MS = timedelta(milliseconds=1)
 
 
-@handles(ApiKey.OFFSET_COMMIT, 2, 9)
-async def handle_offset_commit_request(apis: Any, request: RequestContext, body: Any) -> Any:
-    version = request.api_version
-    cls = response_type(ApiKey.OFFSET_COMMIT, version)
-    topic_cls = nested_type(cls, "OffsetCommitResponseTopic")
-    partition_cls = nested_type(cls, "OffsetCommitResponsePartition")
-    manager = group_metadata_manager(apis)
+def commit_values(apis: Any, topics: Any, now: int, expire: int
+                  ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], OffsetCommitValue]]:
+    """The per-partition checks of an (Txn)OffsetCommit request's topics, before the coordinator's:
+    (errors of the refused partitions, the values to store for the others)."""
     log_manager = apis.log_manager
     max_metadata = apis.config.get_int("offset.metadata.max.bytes")
-    now = log_manager.time.milliseconds()
-    # v2-v4 carry a retention time; -1 means the broker's (no per-commit expiry)
-    retention_time = getattr(body, "retention_time", None)
-    retention = -1 if retention_time is None else retention_time // _MS
-    expire = now + retention if retention >= 0 else -1
-
     errors: dict[tuple[str, int], int] = {}
     to_store: dict[tuple[str, int], OffsetCommitValue] = {}
-    for topic in body.topics:
+    for topic in topics:
         known = set(log_manager.partitions(topic.name)) if log_manager.has_topic(topic.name) else set()
         for p in topic.partitions:
             tp = (topic.name, int(p.partition_index))
@@ -51,6 +42,24 @@ async def handle_offset_commit_request(apis: Any, request: RequestContext, body:
             else:
                 epoch = int(getattr(p, "committed_leader_epoch", -1))
                 to_store[tp] = OffsetCommitValue(int(p.committed_offset), epoch, metadata, now, expire)
+    return errors, to_store
+
+
+@handles(ApiKey.OFFSET_COMMIT, 2, 9)
+async def handle_offset_commit_request(apis: Any, request: RequestContext, body: Any) -> Any:
+    version = request.api_version
+    cls = response_type(ApiKey.OFFSET_COMMIT, version)
+    topic_cls = nested_type(cls, "OffsetCommitResponseTopic")
+    partition_cls = nested_type(cls, "OffsetCommitResponsePartition")
+    manager = group_metadata_manager(apis)
+    log_manager = apis.log_manager
+    now = log_manager.time.milliseconds()
+    # v2-v4 carry a retention time; -1 means the broker's (no per-commit expiry)
+    retention_time = getattr(body, "retention_time", None)
+    retention = -1 if retention_time is None else retention_time // _MS
+    expire = now + retention if retention >= 0 else -1
+
+    errors, to_store = commit_values(apis, body.topics, now, expire)
     if to_store:
         error = group_coordinator(apis).validate_offset_commit(
             body.group_id, body.member_id, int(body.generation_id_or_member_epoch),

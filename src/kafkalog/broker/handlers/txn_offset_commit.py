@@ -19,11 +19,11 @@ from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.group.manager_of import group_metadata_manager
 from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
+from kafkalog.broker.handlers.offset_commit import commit_values
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
-from kafkalog.protocol.group_metadata_records import OffsetCommitValue
 
 
 def _verify(apis: Any, body: Any) -> int:
@@ -41,24 +41,7 @@ async def handle_txn_offset_commit_request(apis: Any, request: RequestContext, b
     cls = response_type(ApiKey.TXN_OFFSET_COMMIT, request.api_version)
     topic_cls = nested_type(cls, "TxnOffsetCommitResponseTopic")
     partition_cls = nested_type(cls, "TxnOffsetCommitResponsePartition")
-    log_manager = apis.log_manager
-    max_metadata = apis.config.get_int("offset.metadata.max.bytes")
-    now = log_manager.time.milliseconds()
-
-    errors: dict[tuple[str, int], int] = {}
-    to_store: dict[tuple[str, int], OffsetCommitValue] = {}
-    for topic in body.topics:
-        known = set(log_manager.partitions(topic.name)) if log_manager.has_topic(topic.name) else set()
-        for p in topic.partitions:
-            tp = (topic.name, int(p.partition_index))
-            metadata = p.committed_metadata or ""
-            if tp[1] not in known:
-                errors[tp] = int(ErrorCode.unknown_topic_or_partition)
-            elif len(metadata.encode()) > max_metadata:
-                errors[tp] = int(ErrorCode.offset_metadata_too_large)
-            else:
-                epoch = int(getattr(p, "committed_leader_epoch", -1))
-                to_store[tp] = OffsetCommitValue(int(p.committed_offset), epoch, metadata, now, -1)
+    errors, to_store = commit_values(apis, body.topics, apis.log_manager.time.milliseconds(), -1)
     if to_store:
         error = group_coordinator(apis).validate_txn_offset_commit(
             body.group_id,

@@ -136,11 +136,9 @@ class TransactionCoordinator:
     ) -> int:
         if not transactional_id:
             return int(_E.invalid_request)
-        metadata = self.state_manager.get(transactional_id)
-        if metadata is None or metadata.producer_id != producer_id:
-            return int(_E.invalid_producer_id_mapping)
-        if metadata.producer_epoch != producer_epoch:
-            return int(_E.producer_fenced)
+        error, metadata = self._producer_of(transactional_id, producer_id, producer_epoch)
+        if metadata is None:
+            return error
         if metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
             return int(_E.concurrent_transactions)
         if metadata.state is _S.ONGOING and partitions <= metadata.partitions:
@@ -153,18 +151,28 @@ class TransactionCoordinator:
         """Whether a transactional Produce to ``partition`` belongs to an Ongoing transaction that added
         it (Kafka's ``handleVerifyPartitionsInTransaction``, KIP-890: a late or stray write would
         otherwise hang the partition's last stable offset until the transaction times out)."""
-        metadata = None if not transactional_id else self.state_manager.get(transactional_id)
-        if metadata is None or metadata.producer_id != producer_id:
-            return int(_E.invalid_producer_id_mapping)
-        if metadata.producer_epoch != producer_epoch:
+        error, metadata = self._producer_of(transactional_id or "", producer_id, producer_epoch)
+        if metadata is None:
             # what the broker's verification hands the producer (Kafka's AddPartitionsToTxnManager):
             # clients take INVALID_PRODUCER_EPOCH on a write as fenced, PRODUCER_FENCED as abortable
-            return int(_E.invalid_producer_epoch)
+            return int(_E.invalid_producer_epoch) if error == _E.producer_fenced else error
         if metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
             return int(_E.concurrent_transactions)
         if metadata.state is not _S.ONGOING or partition not in metadata.partitions:
             return int(_E.invalid_txn_state)
         return NONE
+
+    def _producer_of(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[int, TransactionMetadata | None]:
+        """The id's metadata when the request's producer id and epoch are its current ones; else
+        (INVALID_PRODUCER_ID_MAPPING or PRODUCER_FENCED, None)."""
+        metadata = self.state_manager.get(transactional_id) if transactional_id else None
+        if metadata is None or metadata.producer_id != producer_id:
+            return int(_E.invalid_producer_id_mapping), None
+        if metadata.producer_epoch != producer_epoch:
+            return int(_E.producer_fenced), None
+        return NONE, metadata
 
     # --- EndTxn --------------------------------------------------------------------------------------
 
@@ -173,11 +181,9 @@ class TransactionCoordinator:
     ) -> int:
         if not transactional_id:
             return int(_E.invalid_request)
-        metadata = self.state_manager.get(transactional_id)
-        if metadata is None or metadata.producer_id != producer_id:
-            return int(_E.invalid_producer_id_mapping)
-        if producer_epoch != metadata.producer_epoch:
-            return int(_E.producer_fenced)
+        error, metadata = self._producer_of(transactional_id, producer_id, producer_epoch)
+        if metadata is None:
+            return error
         state = metadata.state
         if state is _S.ONGOING:
             prepare = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
