@@ -617,7 +617,8 @@ def bench_transactions() -> list[dict]:
     """A transactional confluent-kafka producer (a commit every ``TXN_SIZE`` records: AddPartitionsToTxn,
     EndTxn, the coordinator's three state records and a marker per partition each time) against the
     same producer without transactions (idempotent, acks=all), and a read_committed consumer of the
-    transactional topic against a read_uncommitted one; embedded broker, best of interleaved rounds."""
+    transactional topic against a read_uncommitted one; embedded broker, topics created and producers
+    warmed first, best of interleaved rounds (alternating which goes first)."""
     import confluent_kafka as ck
 
     from kafkalog.broker import Broker
@@ -635,17 +636,17 @@ def bench_transactions() -> list[dict]:
             }
 
             def produce(topic: str, transactional: bool) -> float:
-                config = dict(
-                    base,
-                    **(
-                        {"transactional.id": f"bench-{topic}"}
-                        if transactional
-                        else {"enable.idempotence": True}
-                    ),
+                extra = (
+                    {"transactional.id": f"bench-{topic}"} if transactional else {"enable.idempotence": True}
                 )
-                producer = ck.Producer(config)
-                if transactional:
+                producer = ck.Producer(dict(base, **extra))
+                if transactional:  # warm: producer id, coordinator and partition leader known
                     producer.init_transactions(30)
+                    producer.begin_transaction()
+                producer.produce(topic, payload, partition=1)
+                if transactional:
+                    producer.commit_transaction(30)
+                assert producer.flush(30) == 0
                 start = time.perf_counter()
                 for _txn in range(TXN_RECORDS // TXN_SIZE):
                     if transactional:
@@ -678,14 +679,19 @@ def bench_transactions() -> list[dict]:
                 assert got == TXN_RECORDS, got
                 return TXN_RECORDS / elapsed
 
+            _create_topics(
+                bootstrap, [(f"{kind}{r}", 2) for r in range(TXN_ROUNDS) for kind in ("idem", "txn")]
+            )
             for round_ in range(TXN_ROUNDS):
-                for name, value in (
-                    ("idempotent", produce(f"idem{round_}", False)),
-                    ("transactional", produce(f"txn{round_}", True)),
-                    ("read_uncommitted", consume(f"txn{round_}", "read_uncommitted")),
-                    ("read_committed", consume(f"txn{round_}", "read_committed")),
-                ):
-                    best[name] = max(best.get(name, 0.0), value)
+                producers = [("idempotent", f"idem{round_}", False), ("transactional", f"txn{round_}", True)]
+                consumers = [("read_uncommitted", "read_uncommitted"), ("read_committed", "read_committed")]
+                if round_ % 2:
+                    producers.reverse()
+                    consumers.reverse()
+                for name, topic, transactional in producers:
+                    best[name] = max(best.get(name, 0.0), produce(topic, transactional))
+                for name, isolation in consumers:
+                    best[name] = max(best.get(name, 0.0), consume(f"txn{round_}", isolation))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return [
