@@ -13,8 +13,9 @@ import aiokafka
 import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka import errors as kafka_errors
+from kafka.structs import OffsetAndMetadata
 
 CONFIG = {
     "num.partitions": 2,
@@ -166,13 +167,18 @@ def test_kafka_python_transactions_and_read_committed_consumer(kafkalog_broker):
     producer.begin_transaction()
     for i in range(5):
         producer.send("t", b"kept-%d" % i, partition=i % 2)
+    producer.send_offsets_to_transaction({TopicPartition("t", 0): OffsetAndMetadata(7, "kp", -1)}, "kp-app")
     producer.commit_transaction()
     producer.begin_transaction()
     for i in range(3):
         producer.send("t", b"dropped-%d" % i, partition=i % 2)
+    producer.send_offsets_to_transaction({TopicPartition("t", 0): OffsetAndMetadata(99, "", -1)}, "kp-app")
     producer.flush()
     producer.abort_transaction()
     producer.close()
+    app = KafkaConsumer(bootstrap_servers=bootstrap, group_id="kp-app", enable_auto_commit=False)
+    assert app.committed(TopicPartition("t", 0)) == 7  # the aborted transaction's 99 does not count
+    app.close()
 
     consumer = KafkaConsumer(
         "t",
@@ -220,6 +226,7 @@ def test_aiokafka_transactional_producer(kafkalog_broker):
             async with producer.transaction():
                 for i in range(4):
                     await producer.send_and_wait("t", b"aio-%d" % i, partition=i % 2)
+                await producer.send_offsets_to_transaction({aiokafka.TopicPartition("t", 1): 4}, "aio-app")
             with pytest.raises(RuntimeError):
                 async with producer.transaction():
                     await producer.send_and_wait("t", b"aio-aborted", partition=0)
@@ -247,12 +254,14 @@ def test_aiokafka_transactional_producer(kafkalog_broker):
         return sorted(got)
 
     assert asyncio.run(run()) == sorted(b"aio-%d" % i for i in range(4))
+    app = KafkaConsumer(bootstrap_servers=bootstrap, group_id="aio-app", enable_auto_commit=False)
+    assert app.committed(TopicPartition("t", 1)) == 4
+    app.close()
 
 
 def test_kafka_python_admin_finds_and_aborts_a_hanging_transaction(kafkalog_broker):
     """KIP-664's tooling: DescribeProducers shows the open transaction's first offset, and
     WriteTxnMarkers (the admin's abort_transaction) ends it, so read_committed readers move on."""
-    from kafka import TopicPartition
     from kafka.admin._transactions import AbortTransactionSpec
 
     bootstrap = kafkalog_broker.bootstrap_servers

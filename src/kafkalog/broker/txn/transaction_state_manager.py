@@ -58,6 +58,7 @@ class TransactionStateManager:
         self._time = time
         self._on_append = on_append
         self._states: dict[str, TransactionMetadata] = {}
+        self._count_settled = False  # the partition count taken from the topic, once it exists
 
     def partition_for(self, transactional_id: str) -> int:
         """Kafka's ``Utils.abs(transactionalId.hashCode) % partitions``."""
@@ -70,7 +71,9 @@ class TransactionStateManager:
         """Create ``__transaction_state`` (``transaction.state.log.num.partitions``, compacted) unless it
         exists; once it does, its partition count decides where ids go (as for groups)."""
         if self._log_manager.has_topic(TRANSACTION_STATE_TOPIC_NAME):
-            self.num_partitions = len(self._log_manager.partitions(TRANSACTION_STATE_TOPIC_NAME))
+            if not self._count_settled:  # once, not at every append
+                self._count_settled = True
+                self.num_partitions = len(self._log_manager.partitions(TRANSACTION_STATE_TOPIC_NAME))
             return
         try:
             self._log_manager.create_topic(
