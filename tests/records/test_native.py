@@ -124,6 +124,17 @@ def test_decode_matches_the_python_walk(area: tuple[bytes, int], data: st.DataOb
     assert got == expected
 
 
+@pytest.mark.parametrize("junk", [b"\x80" * 5, b"\x80" * 6, b"\x00\x80\x80\x80\x80\x80"])
+def test_an_area_too_short_for_its_count_reports_what_the_walk_meets(junk: bytes) -> None:
+    """Fewer bytes than even one record needs: the C walks used to say "premature EOF" from their
+    room check before reading anything; the Python walk (and Kafka's) reads the record and reports
+    what it meets first, here a length varint longer than 5 bytes. Found by the property above."""
+    args = (0, 1, 1000, T0, None, "batch W")
+    expected = _outcome(lambda: decode_records_area(junk, *args))
+    assert _outcome(lambda: decode_records_area_native(memoryview(junk), *args)) == expected
+    assert expected[0] == "error"
+
+
 @pytest.mark.parametrize("key_size", [9, 70])  # one- and two-byte key lengths
 def test_every_byte_of_a_short_record_damaged_reads_as_the_python_walk(key_size: int) -> None:
     """The walkers' short way (a record of short varints and no headers, well inside the buffer)

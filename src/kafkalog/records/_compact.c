@@ -680,8 +680,9 @@ static Py_ssize_t put_area(Table *t, const uint8_t *d, Py_ssize_t pos, Py_ssize_
         int n = 0;
         for (; i < count && n < GROUP; i++) {
             Rec r;
-            if (i >= cap || parse_record(d, end, &pos, &r, e) < 0) {
-                if (i >= cap)
+            /* parse first, so a damaged record reports its own error, as the Python walk does */
+            if (parse_record(d, end, &pos, &r, e) < 0 || i >= cap) {
+                if (i >= cap && e->code == 0)
                     e->code = E_EOF;
                 *bad_index = i;
                 failed = 1;
@@ -814,8 +815,8 @@ static PyObject *offset_map_retain_v2(PyObject *self, PyObject *args)
     Dropped dropped = {0, 0, 0, 0};
     int kept_tombstone = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
-            if (i >= cap)
+        if (parse_record(d, end, &pos, &r, &e) < 0 || i >= cap) { /* the record's own error first */
+            if (i >= cap && e.code == 0)
                 e.code = E_EOF;
             raise_err(&e, i);
             goto done;

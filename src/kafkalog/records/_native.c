@@ -86,8 +86,10 @@ static PyObject *decode_v2(PyObject *self, PyObject *args)
     Err e = {0, 0, 0};
     Rec r;
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
-            if (i >= cap)
+        /* parse first: a record past the room ``cap`` allows cannot parse, and the walk's own
+         * error (a varint too long, say) is the one the Python walk and Kafka report */
+        if (parse_record(d, end, &pos, &r, &e) < 0 || i >= cap) {
+            if (i >= cap && e.code == 0)
                 e.code = E_EOF;
             raise_err(&e, i);
             goto done;
@@ -174,8 +176,10 @@ static PyObject *summarize_v2(PyObject *self, PyObject *args)
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     int no_ts = 0, null_key = 0, sequential = 1, any_ts = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
-            if (i >= cap)
+        /* parse first: a record past the room ``cap`` allows cannot parse, and the walk's own
+         * error (a varint too long, say) is the one the Python walk and Kafka report */
+        if (parse_record(d, end, &pos, &r, &e) < 0 || i >= cap) {
+            if (i >= cap && e.code == 0)
                 e.code = E_EOF;
             raise_err(&e, i);
             goto done;
@@ -610,12 +614,12 @@ static Py_ssize_t acc_walk_fast(Acc *a, const uint8_t *d, Py_ssize_t end, Py_ssi
     fastcol_open(&v, &a->values);
     Rec r;
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (i >= cap) {
-            e->code = E_EOF;
+        if (parse_record(d, end, &p, &r, e) < 0) { /* before the room check, as in the checked walk */
             failed = i;
             break;
         }
-        if (parse_record(d, end, &p, &r, e) < 0) {
+        if (i >= cap) {
+            e->code = E_EOF;
             failed = i;
             break;
         }
@@ -678,8 +682,10 @@ static PyObject *acc_add_v2(Acc *a, PyObject *args)
     }
     Rec r;
     for (Py_ssize_t i = 0; !fast && i < count; i++) { /* the checked path */
-        if (i >= cap || parse_record(d, end, &pos, &r, &e) < 0) {
-            if (i >= cap)
+        /* parse first: a record past the room ``cap`` allows cannot parse, and the walk's own
+         * error (a varint too long, say) is the one the Python walk and Kafka report */
+        if (parse_record(d, end, &pos, &r, &e) < 0 || i >= cap) {
+            if (i >= cap && e.code == 0)
                 e.code = E_EOF;
             raise_err(&e, i);
             goto fail;
