@@ -332,3 +332,51 @@ def test_leader_epochs_are_rebuilt_by_recovery(tmp_path: Path) -> None:
     (crashed / "leader-epoch-checkpoint").unlink()
     with Log.open(crashed, CONFIG, had_clean_shutdown=False) as log:
         assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(1, 0), (4, 2)]  # type: ignore[union-attr]
+
+
+# --- segments whose offsets overflow their 32-bit range -------------------------------------------
+
+
+def _raw_segment(directory: Path, base_offsets: list[int]) -> list[bytes]:
+    """A segment file ``SEG0.log`` (no indexes, so it is recovered) holding one two-record batch at
+    each of ``base_offsets``, as a broker before KAFKA-6264's fix could leave one; returns the values."""
+    directory.mkdir()
+    data, written = b"", []
+    for i, base in enumerate(base_offsets):
+        batch = MemoryRecords.with_records(2, CompressionType.NONE, [
+            SimpleRecord(b"v%d-%d" % (i, j), b"k%d" % j, T0 + i) for j in range(2)], base_offset=base)
+        data += batch.to_bytes()
+        written += [b"v%d-%d" % (i, j) for j in range(2)]
+    (directory / f"{SEG0}.log").write_bytes(data)
+    return written
+
+
+@pytest.mark.parametrize("indexes", [False, True])  # recovered at load, or by the unclean-shutdown pass
+def test_a_segment_whose_offsets_overflow_is_split_as_kafka_splits_it(tmp_path: Path, indexes: bool) -> None:
+    directory = tmp_path / "t-0"
+    bases = [0, 10, 2**31 + 5, 2**31 + 20, 2**32 + 40, 2**33]
+    written = _raw_segment(directory, bases)
+    if indexes:
+        (directory / f"{SEG0}.index").write_bytes(b"")
+        (directory / f"{SEG0}.timeindex").write_bytes(b"")
+    size = (directory / f"{SEG0}.log").stat().st_size
+    with Log.open(directory, CONFIG, had_clean_shutdown=False) as log:
+        assert values(log) == written  # nothing lost
+        assert log.recovery_report.cuts == ()
+        assert [r.offset for r in log.records(0)] == [b + j for b in bases for j in range(2)]
+        assert log.read(2**32 + 41, 1 << 20).records.read_bytes()  # found through the new indexes
+    # each new segment starts at its first batch's offset and holds what fits its 32-bit range
+    assert segment_bases(directory) == [0, 2**31 + 5, 2**32 + 40, 2**33]
+    assert sum(p.stat().st_size for p in directory.glob("*.log")) == size
+    assert not [p for p in directory.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")]
+    with Log.open(directory, CONFIG) as log:  # and it opens again as it is
+        assert values(log) == written
+
+
+def test_an_offset_out_of_order_and_out_of_range_is_damage_and_cut(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    written = _raw_segment(directory, [0, 10, 2**40, 20])  # a flipped offset field, not an overflow
+    with Log.open(directory, CONFIG) as log:
+        assert values(log) == written[:4]
+        (cut,) = log.recovery_report.cuts
+        assert "overflow" in cut.reason.lower() or "offset" in cut.reason.lower()

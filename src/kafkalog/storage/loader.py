@@ -38,6 +38,7 @@ from kafkalog.storage.log_file_utils import (
 from kafkalog.storage.log_segment import LogSegment, LogSegments
 from kafkalog.storage.producer_state import ProducerStateManager, rebuild_producer_state
 from kafkalog.storage.recovery_report import CutKind, DataCut, RecoveryReport
+from kafkalog.storage.segment_swap import swap_segments
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +261,8 @@ class LogLoader:
             except (NoSuchFileError, CorruptIndexError) as e:
                 log.warning("Recovering segment %s: %s", path, e)
                 self._recover_segment(segment)
-            self._segments.add(segment)
+            if self._segments.get(base) is None:  # else an overflowed segment's split took its place
+                self._segments.add(segment)
 
     def _recover_segment(self, segment: LogSegment) -> int:
         """Rebuild one segment's indexes from its data (and cut it at the first bad batch).
@@ -276,9 +278,13 @@ class LogLoader:
             segment.recover(producer_state_hook=state.apply, leader_epoch_hook=self._epoch_hook,
                             invalid_hook=reasons.append)
         except LogSegmentOffsetOverflowError as e:
-            # Kafka would split the segment, which only helps pre-0.11 data written by brokers that
-            # let offsets overflow. kafkalog never writes such segments; an offset that does not fit
-            # is a corrupt (v2: not CRC-covered) offset field, so the log is cut before that batch.
+            if _offsets_increase(segment):
+                # Offsets that go on rising past the segment's 32-bit range: what brokers before
+                # KAFKA-6264's fix wrote. Kafka splits such a segment (its LogLoader's
+                # splitOverflowedSegment), keeping every byte; so does kafkalog.
+                return self._split_overflowed_segment(segment, e)
+            # An offset out of order as well as out of range is a damaged offset field (v2's is not
+            # covered by the CRC): the log is cut before that batch, and the cut reported.
             position = _first_overflowing_batch(segment)
             log.warning("%s; truncating %s at position %d", e, segment.log.path, position)
             reasons.insert(0, str(e))
@@ -293,6 +299,52 @@ class LogLoader:
             self._cuts.append(DataCut(CutKind.TRUNCATED, segment.log.path.name, truncated,
                                       segment.size_in_bytes, segment.read_next_offset(), reason))
         return truncated
+
+    def _split_overflowed_segment(self, segment: LogSegment, error: LogSegmentOffsetOverflowError) -> int:
+        """Copy ``segment``'s batches into as many new segments as their offsets need, each based at
+        its first batch's offset (``LogSegment.append_from_file``), swap them in for it and recover
+        them; returns the bytes their recovery cut. The split is reported as what it is: nothing
+        is lost, the data is only spread over more files."""
+        records = segment.log
+        pieces: list[LogSegment] = []
+        position = 0
+        try:
+            while position < records.size_in_bytes:
+                first = next(iter(records.batches(position)))
+                LogSegment.delete_files_if_exist(self._dir, first.base_offset, CLEANED_FILE_SUFFIX)
+                piece = open_segment(self._dir, first.base_offset, self._config, self._time,
+                                     file_already_exists=False, file_suffix=CLEANED_FILE_SUFFIX)
+                pieces.append(piece)
+                copied = piece.append_from_file(records, position)
+                if copied == 0:
+                    raise KafkaStorageError(f"Cannot split {records.path} at position {position}")
+                position += copied
+            for piece in pieces:
+                piece.on_become_inactive_segment()
+                piece.flush()
+                piece.set_last_modified(segment.last_modified)
+            if sum(p.size_in_bytes for p in pieces) != records.size_in_bytes:
+                raise KafkaStorageError(f"The segments split from {records.path} do not add up to it")
+        except BaseException:
+            for piece in pieces:
+                piece.close()
+                piece.delete_if_exists()
+            raise
+        log.warning("%s; replacing %s with %d segments based at %s", error, records.path, len(pieces),
+                    ", ".join(str(p.base_offset) for p in pieces))
+
+        def retire(old: LogSegment) -> None:  # its data is in the pieces: nothing to flush or trim
+            old.close_handlers()
+            old.delete_if_exists()
+
+        swap_segments(self._dir, self._segments, pieces, [segment], retire)
+        for i, piece in enumerate(pieces):
+            truncated = self._recover_segment(piece)
+            if truncated > 0:
+                for later in pieces[i + 1:]:
+                    self._delete_segment(later, f"it follows the corrupt segment {piece.log.path.name}")
+                return truncated
+        return 0
 
     def _producer_state_at(self, offset: int) -> ProducerStateManager:
         state = ProducerStateManager(self._dir, time=self._time)
@@ -324,6 +376,17 @@ class LogLoader:
                 for later in pending:
                     self._delete_segment(later, f"it follows the corrupt segment {segment.log.path.name}")
                 pending = []
+
+
+def _offsets_increase(segment: LogSegment) -> bool:
+    """Whether every batch of the segment starts after the previous one ended (offsets may leave
+    the segment's 32-bit range, but never go back)."""
+    last = segment.base_offset - 1
+    for batch in segment.log.batches():
+        if batch.base_offset <= last or batch.last_offset < batch.base_offset:
+            return False
+        last = batch.last_offset
+    return True
 
 
 def _first_overflowing_batch(segment: LogSegment) -> int:

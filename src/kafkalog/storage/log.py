@@ -77,9 +77,7 @@ from kafkalog.storage.loader import (
     open_segment,
 )
 from kafkalog.storage.log_file_utils import (
-    CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
-    SWAP_FILE_SUFFIX,
     offset_index_file,
     parse_topic_partition,
     time_index_file,
@@ -97,6 +95,7 @@ from kafkalog.storage.producer_state import (
 )
 from kafkalog.storage.recovery_report import RecoveryReport
 from kafkalog.storage.retention import delete_old_segments
+from kafkalog.storage.segment_swap import swap_segments
 from kafkalog.storage.txn_index import AbortedTxn
 
 __all__ = [
@@ -1020,15 +1019,8 @@ class Log:
     def replace_segments(self, new_segments: list[LogSegment],
                          old_segments: list[LogSegment]) -> list[LogSegment]:
         """Swap ``new_segments`` (files suffixed ``.cleaned``) in for ``old_segments`` (Kafka's
-        ``replaceSegments``), crash-safe at every step together with the loader:
-
-        1. the new segments' files are renamed ``.cleaned`` -> ``.swap`` (a crash before every file is
-           renamed: the loader drops the swap and cleaned files, the old segments stand);
-        2. they replace the old ones in the segment map, and the old ones are renamed ``.deleted``
-           and deleted after ``file.delete.delay.ms`` (a crash here: the loader deletes whatever old
-           segment files the swap segments cover and renames the swaps);
-        3. the ``.swap`` suffixes are dropped and the directory is fsynced -- once, as Kafka's
-           ``replaceSegments`` does (journaling filesystems write the renames in their order).
+        ``replaceSegments``; the steps and their crash safety are in ``segment_swap``). The old
+        segments' files are deleted after ``file.delete.delay.ms``.
 
         Old segments no longer in the log (deleted by retention meanwhile) are skipped. Returns the
         old segments that were deleted without a new segment of the same base offset.
@@ -1049,26 +1041,12 @@ class Log:
             active = self._segments.active_segment
             if any(s is active for s in old_sorted):
                 raise IllegalArgumentError(f"The active segment of {self._dir.name} cannot be replaced")
-            # Highest first: a crash in between leaves .cleaned files below every .swap file, and the
-            # loader then drops the swaps (KAFKA-6264), so several new segments go in all or none.
-            for segment in reversed(new_sorted):
-                segment.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
-            for segment in reversed(new_sorted):
-                self._segments.add(segment)
-            new_bases = {s.base_offset for s in new_sorted}
-            deleted_not_replaced = []
-            for segment in old_sorted:
-                if segment.base_offset not in new_bases:  # else the new segment took its place
-                    self._segments.remove(segment.base_offset)
-                segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
-                self._pending_deletes.append(
-                    (self._time.milliseconds() + self._config.file_delete_delay_ms, segment))
-                if segment.base_offset not in new_bases:
-                    deleted_not_replaced.append(segment)
-                    self._producer_state.delete_snapshot(segment.base_offset)
-            for segment in new_sorted:
-                segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
-            fsync_directory(self._dir)
+            deadline = self._time.milliseconds() + self._config.file_delete_delay_ms
+            deleted_not_replaced = swap_segments(
+                self._dir, self._segments, new_sorted, old_sorted,
+                lambda segment: self._pending_deletes.append((deadline, segment)))
+            for segment in deleted_not_replaced:
+                self._producer_state.delete_snapshot(segment.base_offset)
             return deleted_not_replaced
 
     # --- flushing, truncation, deletion -----------------------------------------------------
