@@ -30,13 +30,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.error_codes import error_code_for
-from kafkalog.broker.group.offsets_topic import (
-    GROUP_METADATA_TOPIC_NAME,
-    offsets_topic_configs,
-    partition_for,
-)
+from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME, offsets_topic_configs
+from kafkalog.broker.internal_topic import InternalTopic
 from kafkalog.clock import SYSTEM_TIME, Time
-from kafkalog.errors import KafkaLogError, TopicExistsError
+from kafkalog.errors import KafkaLogError
 from kafkalog.protocol.group_metadata_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -71,8 +68,8 @@ class GroupMetadataManager:
         if num_partitions < 1:
             raise ValueError("offsets.topic.num.partitions must be at least 1")
         self._log_manager = log_manager
-        self.num_partitions = num_partitions
-        self._segment_bytes = segment_bytes
+        self._topic = InternalTopic(log_manager, GROUP_METADATA_TOPIC_NAME, num_partitions,
+                                    offsets_topic_configs(segment_bytes), "offsets.topic.num.partitions")
         self.retention_ms = retention_ms
         self._compression = compression
         self._time = time
@@ -84,39 +81,20 @@ class GroupMetadataManager:
         # open transactions' commits: producer id -> group -> partition -> (value, log position)
         self._pending_txn: dict[int, dict[str, dict[TopicPartitionKey, tuple[OffsetCommitValue, int]]]] = {}
         self._loaded = False
-        self._count_settled = False  # the partition count taken from the topic, once it exists
 
     # --- where things go ---------------------------------------------------------------------------
 
+    @property
+    def num_partitions(self) -> int:
+        return self._topic.num_partitions
+
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
+        return self._topic.partition_for(group_id)
 
     def ensure_topic(self) -> None:
-        """Create ``__consumer_offsets`` as the coordinator needs it (``offsets.topic.num.partitions``,
-        compacted) unless it exists: before the first write, and when a client's Metadata request
-        auto-creates it (Kafka's AutoTopicCreationManager creates it the same way)."""
-        if self._log_manager.has_topic(GROUP_METADATA_TOPIC_NAME):
-            if not self._count_settled:  # once, not at every append
-                self._adopt_partition_count(len(self._log_manager.partitions(GROUP_METADATA_TOPIC_NAME)))
-            return
-        try:
-            self._log_manager.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions,
-                                           offsets_topic_configs(self._segment_bytes))
-            log.info("Created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, self.num_partitions)
-        except TopicExistsError:
-            pass
-
-    def _adopt_partition_count(self, existing: int) -> None:
-        """Groups map to the ``existing`` partitions of ``__consumer_offsets``, as Kafka's coordinator
-        takes its partition count from the topic when it exists (``offsets.topic.num.partitions``
-        only says how many to create): with a different setting, the groups' committed offsets would
-        be looked for, and written, in partitions that do not exist."""
-        self._count_settled = True
-        if existing != self.num_partitions:
-            log.info("%s has %d partitions: groups map to those (offsets.topic.num.partitions=%d "
-                     "applies when the topic is created)", GROUP_METADATA_TOPIC_NAME, existing,
-                     self.num_partitions)
-            self.num_partitions = existing
+        """``__consumer_offsets`` as the coordinator needs it (``offsets.topic.num.partitions``,
+        compacted; see ``InternalTopic``)."""
+        self._topic.ensure()
 
     def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]], *,
                 producer_id: int = NO_PRODUCER_ID,
@@ -201,12 +179,12 @@ class GroupMetadataManager:
             pending.update({tp: (value, position) for tp, value in items})
         return {tp: error for tp, _ in items}
 
-    def complete_txn_offsets(self, producer_id: int, partitions: set[int], commit: bool) -> None:
-        """The producer's transaction ended in these partitions of ``__consumer_offsets`` (Kafka's
-        ``handleTxnCompletion``): its pending commits there become the groups' offsets, unless a
-        commit written later to the log already replaced them, or are dropped."""
+    def complete_txn_offsets(self, producer_id: int, partition: int, commit: bool) -> None:
+        """The producer's transaction ended in this partition of ``__consumer_offsets`` (its marker
+        is written; Kafka's ``handleTxnCompletion``): its pending commits there become the groups'
+        offsets, unless a commit written later to the log already replaced them, or are dropped."""
         groups = self._pending_txn.get(producer_id, {})
-        for group_id in [g for g in groups if self.partition_for(g) in partitions]:
+        for group_id in [g for g in groups if self.partition_for(g) == partition]:
             pending = groups.pop(group_id)
             if commit:
                 for tp, (value, position) in pending.items():
@@ -291,7 +269,7 @@ class GroupMetadataManager:
         if not self._log_manager.has_topic(GROUP_METADATA_TOPIC_NAME):
             return {}
         partitions = self._log_manager.partitions(GROUP_METADATA_TOPIC_NAME)
-        self._adopt_partition_count(len(partitions))
+        self._topic.adopt(len(partitions))
         skipped = 0
         for partition in partitions:
             skipped += self._load_partition(partition)
@@ -309,9 +287,9 @@ class GroupMetadataManager:
         open_txns: dict[int, list[tuple[OffsetCommitKey, OffsetCommitValue | None, int]]] = {}
         for batch in partition_log.batches(partition_log.log_start_offset):
             if batch.is_control:
-                committed = open_txns.pop(batch.producer_id, [])
+                ended = open_txns.pop(batch.producer_id, [])
                 if _is_commit_marker(batch):
-                    for key, value, position in committed:
+                    for key, value, position in ended:
                         self._apply_commit(key.group, (key.topic, key.partition), value, position)
                 continue
             for record in batch.records():

@@ -21,7 +21,8 @@ from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.metadata_cache import ZERO_UUID
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
-from kafkalog.broker.txn.transaction_topic import TRANSACTION_STATE_TOPIC_NAME, transaction_topic_configs
+from kafkalog.broker.txn.coordinator_of import transaction_coordinator
+from kafkalog.broker.txn.transaction_topic import TRANSACTION_STATE_TOPIC_NAME
 from kafkalog.errors import KafkaLogError, TopicExistsError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
@@ -36,12 +37,11 @@ def _maybe_create(apis: Any, topic: str) -> ErrorCode:
         if topic == GROUP_METADATA_TOPIC_NAME:
             group_metadata_manager(apis).ensure_topic()
             return ErrorCode.none
-        configs = None
-        partitions = apis.config.num_partitions
         if topic == TRANSACTION_STATE_TOPIC_NAME:
-            partitions = apis.config.get_int("transaction.state.log.num.partitions")
-            configs = transaction_topic_configs(apis.config.get_int("transaction.state.log.segment.bytes"))
-        apis.log_manager.create_topic(topic, partitions, configs)
+            transaction_coordinator(apis).state_manager.ensure_topic()
+            return ErrorCode.none
+        partitions = apis.config.num_partitions
+        apis.log_manager.create_topic(topic, partitions)
         log.info("Auto-created topic %s with %d partition(s)", topic, partitions)
     except TopicExistsError:
         pass

@@ -45,6 +45,18 @@ def commit_values(apis: Any, topics: Any, now: int, expire: int
     return errors, to_store
 
 
+def commit_response_topics(topics: Any, errors: dict[tuple[str, int], int], topic_cls: Any,
+                           partition_cls: Any) -> tuple[Any, ...]:
+    """An (Txn)OffsetCommit response's topics: each asked partition with its error."""
+    return tuple(
+        topic_cls(name=topic.name, partitions=tuple(
+            partition_cls(partition_index=p.partition_index,
+                          error_code=ErrorCode(errors[(topic.name, int(p.partition_index))]))
+            for p in topic.partitions))
+        for topic in topics
+    )
+
+
 @handles(ApiKey.OFFSET_COMMIT, 2, 9)
 async def handle_offset_commit_request(apis: Any, request: RequestContext, body: Any) -> Any:
     version = request.api_version
@@ -70,18 +82,5 @@ async def handle_offset_commit_request(apis: Any, request: RequestContext, body:
         else:
             errors.update(await manager.store_offsets(body.group_id, to_store))
 
-    return build(
-        cls,
-        throttle_time=ZERO_DELAY,
-        topics=tuple(
-            topic_cls(
-                name=topic.name,
-                partitions=tuple(
-                    partition_cls(partition_index=p.partition_index,
-                                  error_code=ErrorCode(errors[(topic.name, int(p.partition_index))]))
-                    for p in topic.partitions
-                ),
-            )
-            for topic in body.topics
-        ),
-    )
+    return build(cls, throttle_time=ZERO_DELAY,
+                 topics=commit_response_topics(body.topics, errors, topic_cls, partition_cls))

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.group.manager_of import group_metadata_manager
 from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.handlers.offset_commit import commit_values
+from kafkalog.broker.handlers.offset_commit import commit_response_topics, commit_values
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.protocol.api_keys import ApiKey
@@ -63,17 +61,5 @@ async def handle_txn_offset_commit_request(apis: Any, request: RequestContext, b
     return build(
         cls,
         throttle_time=ZERO_DELAY,
-        topics=tuple(
-            topic_cls(
-                name=topic.name,
-                partitions=tuple(
-                    partition_cls(
-                        partition_index=p.partition_index,
-                        error_code=ErrorCode(errors[(topic.name, int(p.partition_index))]),
-                    )
-                    for p in topic.partitions
-                ),
-            )
-            for topic in body.topics
-        ),
+        topics=commit_response_topics(body.topics, errors, topic_cls, partition_cls),
     )

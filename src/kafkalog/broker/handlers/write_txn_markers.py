@@ -12,7 +12,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.error_codes import error_code_for
-from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import RequestContext, build, nested_type
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
@@ -31,7 +30,6 @@ async def handle_write_txn_markers_request(apis: Any, request: RequestContext, b
     results = []
     for marker in body.markers:
         commit = bool(marker.transaction_result)
-        offsets_partitions: set[int] = set()
         topics = []
         for topic in marker.topics:
             partitions = []
@@ -46,12 +44,9 @@ async def handle_write_txn_markers_request(apis: Any, request: RequestContext, b
                         int(index),
                     )
                     error = ErrorCode.none
-                    if topic.name == GROUP_METADATA_TOPIC_NAME:
-                        offsets_partitions.add(int(index))
                 except KafkaLogError as e:
                     error = error_code_for(e)
                 partitions.append(partition_cls(partition_index=index, error_code=error))
             topics.append(topic_cls(name=topic.name, partitions=tuple(partitions)))
-        writer.offsets_completed(int(marker.producer_id), offsets_partitions, commit)
         results.append(marker_cls(producer_id=marker.producer_id, topics=tuple(topics)))
     return build(cls, markers=tuple(results))

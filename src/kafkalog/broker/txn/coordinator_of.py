@@ -24,8 +24,8 @@ def _build(apis: Any) -> TransactionCoordinator:
     def wake(topic: str, partition: int) -> None:
         replica_manager.wake(topic, partition)  # fetches parked on the partition see the new end
 
-    def offsets_completed(producer_id: int, partitions: set[int], commit: bool) -> None:
-        group_metadata_manager(apis).complete_txn_offsets(producer_id, partitions, commit)
+    def offsets_completed(producer_id: int, partition: int, commit: bool) -> None:
+        group_metadata_manager(apis).complete_txn_offsets(producer_id, partition, commit)
 
     state_manager = TransactionStateManager(
         apis.log_manager,

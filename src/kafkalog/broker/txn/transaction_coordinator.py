@@ -28,8 +28,6 @@ from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.producer_id_manager import ProducerIdManager
 from kafkalog.broker.txn.transaction_marker_writer import TransactionMarkerWriter
 from kafkalog.broker.txn.transaction_metadata import (
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
     TransactionMetadata,
     TxnTransitMetadata,
     is_epoch_exhausted,
@@ -38,6 +36,7 @@ from kafkalog.broker.txn.transaction_state import TransactionState
 from kafkalog.broker.txn.transaction_state_manager import TransactionStateManager
 from kafkalog.clock import Time
 from kafkalog.errors import KafkaLogError
+from kafkalog.records.types import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 __all__ = ["InitProducerIdResult", "TransactionCoordinator"]
 
@@ -46,6 +45,7 @@ log = logging.getLogger(__name__)
 _E = ErrorCode
 _S = TransactionState
 NONE = int(_E.none)
+_PREPARING = (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)  # written; the markers not yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,7 @@ class TransactionCoordinator:
         if expected is not None and not _is_valid_producer_id(metadata, *expected):
             return InitProducerIdResult(int(_E.producer_fenced))
         state = metadata.state
-        if state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+        if state in _PREPARING:
             return InitProducerIdResult(int(_E.concurrent_transactions))
         if state is _S.ONGOING:
             # Abort the open transaction with a bumped epoch (never returned), then let the client
@@ -139,7 +139,7 @@ class TransactionCoordinator:
         error, metadata = self._producer_of(transactional_id, producer_id, producer_epoch)
         if metadata is None:
             return error
-        if metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+        if metadata.state in _PREPARING:
             return int(_E.concurrent_transactions)
         if metadata.state is _S.ONGOING and partitions <= metadata.partitions:
             return NONE
@@ -156,7 +156,7 @@ class TransactionCoordinator:
             # what the broker's verification hands the producer (Kafka's AddPartitionsToTxnManager):
             # clients take INVALID_PRODUCER_EPOCH on a write as fenced, PRODUCER_FENCED as abortable
             return int(_E.invalid_producer_epoch) if error == _E.producer_fenced else error
-        if metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+        if metadata.state in _PREPARING:
             return int(_E.concurrent_transactions)
         if metadata.state is not _S.ONGOING or partition not in metadata.partitions:
             return int(_E.invalid_txn_state)
@@ -187,12 +187,7 @@ class TransactionCoordinator:
         state = metadata.state
         if state is _S.ONGOING:
             prepare = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
-            error = self._append(
-                metadata, metadata.prepare_abort_or_commit(prepare, self._time.milliseconds())
-            )
-            if error == NONE:
-                self._complete(metadata)
-            return error
+            return self._end(metadata, metadata.prepare_abort_or_commit(prepare, self._time.milliseconds()))
         if state is _S.COMPLETE_COMMIT:
             return NONE if commit else int(_E.invalid_txn_state)
         if state is _S.COMPLETE_ABORT:
@@ -227,10 +222,16 @@ class TransactionCoordinator:
 
     def _fence_and_abort(self, metadata: TransactionMetadata) -> int:
         fenced_epoch = metadata.producer_epoch + 1
-        transit = metadata.prepare_abort_or_commit(
-            _S.PREPARE_ABORT, self._time.milliseconds(), fenced_epoch=fenced_epoch
+        return self._end(
+            metadata,
+            metadata.prepare_abort_or_commit(
+                _S.PREPARE_ABORT, self._time.milliseconds(), fenced_epoch=fenced_epoch
+            ),
         )
-        error = self._append(metadata, transit)
+
+    def _end(self, metadata: TransactionMetadata, prepare: TxnTransitMetadata) -> int:
+        """Write PrepareCommit / PrepareAbort, then the markers and the Complete state."""
+        error = self._append(metadata, prepare)
         if error == NONE:
             self._complete(metadata)
         return error
@@ -238,7 +239,7 @@ class TransactionCoordinator:
     def complete_pending_transactions(self) -> None:
         """Write the markers of every transaction left in PrepareCommit / PrepareAbort."""
         for metadata in self.state_manager.states():
-            if metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+            if metadata.state in _PREPARING:
                 self._complete(metadata)
 
     def _complete(self, metadata: TransactionMetadata) -> None:

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 # The leader epoch of the transaction's __transaction_state partition; a single node never changes it.
 COORDINATOR_EPOCH = 0
 
-OnOffsetsCompleted = Callable[[int, set[int], bool], None]  # (producer id, partitions, is commit)
+OnOffsetsCompleted = Callable[[int, int, bool], None]  # (producer id, partition, is commit)
 
 
 class TransactionMarkerWriter:
@@ -42,14 +42,13 @@ class TransactionMarkerWriter:
     ) -> None:
         self._log_manager = log_manager
         self._on_append = on_append
-        self.on_offsets_completed = on_offsets_completed
+        self._on_offsets_completed = on_offsets_completed
 
     def write_markers(
         self, producer_id: int, producer_epoch: int, commit: bool, partitions: Iterable[tuple[str, int]]
     ) -> None:
         """Append the marker to every partition. Raises KafkaLogError if one cannot be written (the
         caller retries: a marker written twice is harmless, the second ends no transaction)."""
-        offsets_partitions: set[int] = set()
         for topic, partition in sorted(partitions):
             try:
                 self.write_marker(producer_id, producer_epoch, commit, COORDINATOR_EPOCH, topic, partition)
@@ -60,10 +59,6 @@ class TransactionMarkerWriter:
                     topic,
                     partition,
                 )
-                continue
-            if topic == GROUP_METADATA_TOPIC_NAME:
-                offsets_partitions.add(partition)
-        self.offsets_completed(producer_id, offsets_partitions, commit)
 
     def write_marker(
         self,
@@ -85,9 +80,7 @@ class TransactionMarkerWriter:
         partition_log.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
         if self._on_append is not None:
             self._on_append(topic, partition)
-
-    def offsets_completed(self, producer_id: int, partitions: set[int], commit: bool) -> None:
-        """The transaction ended in these ``__consumer_offsets`` partitions: the group coordinator
-        applies or drops the offsets it committed there."""
-        if partitions and self.on_offsets_completed is not None:
-            self.on_offsets_completed(producer_id, partitions, commit)
+        if topic == GROUP_METADATA_TOPIC_NAME and self._on_offsets_completed is not None:
+            # the transaction ended in this partition: the group coordinator applies or drops the
+            # offsets it committed there
+            self._on_offsets_completed(producer_id, partition, commit)

@@ -9,22 +9,15 @@ overlaps another one and Kafka's "pending state" juggling is not needed here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, fields, replace
 
 from kafkalog.broker.txn.transaction_state import VALID_PREVIOUS_STATES, TransactionState
 from kafkalog.errors import KafkaLogError
 from kafkalog.protocol.transaction_log_records import TransactionLogValue
+from kafkalog.records.types import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
-__all__ = [
-    "NO_PRODUCER_EPOCH",
-    "NO_PRODUCER_ID",
-    "TransactionMetadata",
-    "TxnTransitMetadata",
-    "is_epoch_exhausted",
-]
+__all__ = ["IllegalTransitionError", "TransactionMetadata", "TxnTransitMetadata", "is_epoch_exhausted"]
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 _SHORT_MAX = 32767
 
 
@@ -62,6 +55,9 @@ class TxnTransitMetadata:
         )
 
 
+_TRANSIT_FIELDS = fields(TxnTransitMetadata)  # the whole state but the transactional id
+
+
 @dataclass(slots=True)
 class TransactionMetadata:
     transactional_id: str
@@ -71,7 +67,7 @@ class TransactionMetadata:
     last_producer_epoch: int = NO_PRODUCER_EPOCH
     txn_timeout_ms: int = 60_000
     state: TransactionState = TransactionState.EMPTY
-    partitions: set[tuple[str, int]] = field(default_factory=set)
+    partitions: frozenset[tuple[str, int]] = frozenset()
     txn_start_timestamp: int = -1
     txn_last_update_timestamp: int = -1
 
@@ -85,7 +81,7 @@ class TransactionMetadata:
             NO_PRODUCER_EPOCH,
             value.transaction_timeout_ms,
             TransactionState.from_id(value.status),
-            set(value.partitions),
+            frozenset(value.partitions),
             value.start_timestamp,
             value.last_update_timestamp,
         )
@@ -95,17 +91,7 @@ class TransactionMetadata:
         return is_epoch_exhausted(self.producer_epoch)
 
     def _current(self) -> TxnTransitMetadata:
-        return TxnTransitMetadata(
-            self.producer_id,
-            self.previous_producer_id,
-            self.producer_epoch,
-            self.last_producer_epoch,
-            self.txn_timeout_ms,
-            self.state,
-            frozenset(self.partitions),
-            self.txn_start_timestamp,
-            self.txn_last_update_timestamp,
-        )
+        return TxnTransitMetadata(**{f.name: getattr(self, f.name) for f in _TRANSIT_FIELDS})
 
     def _transit(self, state: TransactionState, **changes: object) -> TxnTransitMetadata:
         if self.state not in VALID_PREVIOUS_STATES[state]:
@@ -197,16 +183,6 @@ class TransactionMetadata:
             last_producer_epoch=self.producer_epoch,
         )
 
-    def prepare_dead(self) -> TxnTransitMetadata:
-        return self._transit(TransactionState.DEAD, partitions=frozenset())
-
     def complete_transition(self, transit: TxnTransitMetadata) -> None:
-        self.producer_id = transit.producer_id
-        self.previous_producer_id = transit.previous_producer_id
-        self.producer_epoch = transit.producer_epoch
-        self.last_producer_epoch = transit.last_producer_epoch
-        self.txn_timeout_ms = transit.txn_timeout_ms
-        self.state = transit.state
-        self.partitions = set(transit.partitions)
-        self.txn_start_timestamp = transit.txn_start_timestamp
-        self.txn_last_update_timestamp = transit.txn_last_update_timestamp
+        for f in _TRANSIT_FIELDS:
+            setattr(self, f.name, getattr(transit, f.name))

@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 
-from kafkalog.broker.group.offsets_topic import partition_for
+from kafkalog.broker.internal_topic import InternalTopic
 from kafkalog.broker.txn.transaction_metadata import TransactionMetadata, TxnTransitMetadata
 from kafkalog.broker.txn.transaction_state import TransactionState
 from kafkalog.broker.txn.transaction_topic import TRANSACTION_STATE_TOPIC_NAME, transaction_topic_configs
 from kafkalog.clock import Time
-from kafkalog.errors import KafkaLogError, TopicExistsError
+from kafkalog.errors import KafkaLogError
 from kafkalog.protocol.transaction_log_records import (
     decode_transaction_log_key,
     decode_transaction_log_value,
@@ -51,39 +51,29 @@ class TransactionStateManager:
         on_append: Callable[[str, int], None] | None = None,
     ) -> None:
         self._log_manager = log_manager
-        self.num_partitions = num_partitions
-        self._segment_bytes = segment_bytes
+        self._topic = InternalTopic(
+            log_manager,
+            TRANSACTION_STATE_TOPIC_NAME,
+            num_partitions,
+            transaction_topic_configs(segment_bytes),
+            "transaction.state.log.num.partitions",
+        )
         self.max_timeout_ms = max_timeout_ms
         self._id_expiration_ms = id_expiration_ms
         self._time = time
         self._on_append = on_append
         self._states: dict[str, TransactionMetadata] = {}
-        self._count_settled = False  # the partition count taken from the topic, once it exists
 
     def partition_for(self, transactional_id: str) -> int:
-        """Kafka's ``Utils.abs(transactionalId.hashCode) % partitions``."""
-        return partition_for(transactional_id, self.num_partitions)
+        return self._topic.partition_for(transactional_id)
 
     def validate_transaction_timeout(self, timeout_ms: int) -> bool:
         return 0 < timeout_ms <= self.max_timeout_ms
 
     def ensure_topic(self) -> None:
-        """Create ``__transaction_state`` (``transaction.state.log.num.partitions``, compacted) unless it
-        exists; once it does, its partition count decides where ids go (as for groups)."""
-        if self._log_manager.has_topic(TRANSACTION_STATE_TOPIC_NAME):
-            if not self._count_settled:  # once, not at every append
-                self._count_settled = True
-                self.num_partitions = len(self._log_manager.partitions(TRANSACTION_STATE_TOPIC_NAME))
-            return
-        try:
-            self._log_manager.create_topic(
-                TRANSACTION_STATE_TOPIC_NAME,
-                self.num_partitions,
-                transaction_topic_configs(self._segment_bytes),
-            )
-            log.info("Created %s with %d partitions", TRANSACTION_STATE_TOPIC_NAME, self.num_partitions)
-        except TopicExistsError:
-            pass
+        """``__transaction_state`` as the coordinator needs it (``transaction.state.log.num.partitions``,
+        compacted, uncompressed; see ``InternalTopic``)."""
+        self._topic.ensure()
 
     # --- state ---------------------------------------------------------------------------------------
 
@@ -124,7 +114,7 @@ class TransactionStateManager:
             return
         self.ensure_topic()
         skipped = 0
-        for partition in range(self.num_partitions):
+        for partition in range(self._topic.num_partitions):
             partition_log = self._log_manager.get_log(TRANSACTION_STATE_TOPIC_NAME, partition)
             for record in partition_log.records(partition_log.log_start_offset):
                 try:

@@ -1,7 +1,6 @@
-"""``__transaction_state``, the transaction coordinator's topic. kafkalog has no transaction
-coordinator yet; the topic is only created, as Kafka's AutoTopicCreationManager creates it when a
-client's Metadata request asks for it: ``transaction.state.log.num.partitions`` partitions with the
-configs of Kafka's ``TransactionStateManager.transactionTopicConfigs``, never ``num.partitions``."""
+"""``__transaction_state``, the transaction coordinator's topic: its name and the configs of Kafka's
+``TransactionStateManager.transactionTopicConfigs``, with ``transaction.state.log.num.partitions``
+partitions (never ``num.partitions``; see ``broker/internal_topic.py``)."""
 
 from __future__ import annotations
 
