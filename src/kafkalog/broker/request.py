@@ -10,9 +10,16 @@ from typing import Any
 
 from kafkalog.protocol.headers import RequestHeader
 
-__all__ = ["RequestContext", "build", "nested_type"]
+__all__ = ["RequestContext", "build", "millis", "nested_type"]
 
 ZERO_DELAY = timedelta(0)
+_MS = timedelta(milliseconds=1)
+
+
+def millis(value: Any) -> int:
+    """A duration field in ms: kio gives i32 durations as timedelta. Integer division is exact
+    (``total_seconds() * 1000`` is not: it gives 1000.9999… for 1001 ms)."""
+    return value // _MS if isinstance(value, timedelta) else int(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,16 +21,12 @@ from kafkalog.broker.replica_manager import (
     FetchPartitionInfo,
     TopicPartition,
 )
-from kafkalog.broker.request import RequestContext
+from kafkalog.broker.request import RequestContext, millis
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.fetch_response import FetchPartitionResult, FetchTopicResult, encode_fetch_response
 from kafkalog.storage.log import FetchIsolation
 
 _READ_COMMITTED = 1
-
-
-def _millis(value: Any) -> int:
-    return round(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
 def _replica_id(body: Any) -> int:
@@ -75,7 +71,7 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
         else FetchIsolation.HIGH_WATERMARK
     )
     params = FetchParams(
-        _millis(body.max_wait), body.min_bytes, getattr(body, "max_bytes", 2**31 - 1), isolation
+        millis(body.max_wait), body.min_bytes, getattr(body, "max_bytes", 2**31 - 1), isolation
     )
     if unknown:
         params = FetchParams(0, params.min_bytes, params.max_bytes, isolation)  # errors answer at once

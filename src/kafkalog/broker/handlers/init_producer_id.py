@@ -14,15 +14,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.request import ZERO_DELAY, RequestContext, build
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, millis
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.broker.txn.transaction_coordinator import InitProducerIdResult
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
-
-
-def _ms(value: Any) -> int:
-    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
 @handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
@@ -38,7 +34,7 @@ async def handle_init_producer_id_request(apis: Any, request: RequestContext, bo
         else:
             expected = None if producer_id == -1 else (producer_id, producer_epoch)
             result = transaction_coordinator(apis).handle_init_producer_id(
-                body.transactional_id, _ms(body.transaction_timeout), expected
+                body.transactional_id, millis(body.transaction_timeout), expected
             )
     error = result.error
     if request.api_version < 4 and error == ErrorCode.producer_fenced:

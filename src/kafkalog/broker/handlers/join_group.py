@@ -10,22 +10,17 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, millis, nested_type
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
-
-
-def _ms(value: Any) -> int:
-    """kio gives i32 durations as timedelta."""
-    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
 @handles(ApiKey.JOIN_GROUP, 0, 9)
 async def handle_join_group_request(apis: Any, request: RequestContext, body: Any) -> Any:
     version = request.api_version
-    session_timeout_ms = _ms(body.session_timeout)
+    session_timeout_ms = millis(body.session_timeout)
     rebalance_timeout = getattr(body, "rebalance_timeout", None)
-    rebalance_timeout_ms = _ms(rebalance_timeout) if rebalance_timeout is not None else session_timeout_ms
+    rebalance_timeout_ms = millis(rebalance_timeout) if rebalance_timeout is not None else session_timeout_ms
     result = await group_coordinator(apis).handle_join_group(
         group_id=body.group_id,
         member_id=body.member_id,
