@@ -471,22 +471,16 @@ def test_dump_log_decodes_the_transaction_log_as_kafka_dump_log_does(tmp_path):
         ok = init_pid(sock, "tx")
         add_partitions(sock, "tx", ok.producer_id, ok.producer_epoch, {"t": [1, 0]})
         assert end_txn(sock, "tx", ok.producer_id, ok.producer_epoch, False) == E.none
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kafkalog.cli",
-            "dump-log",
-            "--transaction-log-decoder",
-            "--json",
-            str(data / "__transaction_state-0" / "00000000000000000000.log"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    records = [r for batch in json.loads(out.stdout)["batches"] for r in batch["records"]]
+    segment = data / "__transaction_state-0" / "00000000000000000000.log"
+
+    def dump_log(*options: str) -> str:
+        command = [sys.executable, "-m", "kafkalog.cli", "dump-log", "--transaction-log-decoder", *options]
+        return subprocess.run(
+            [*command, str(segment)], capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+
+    out = dump_log("--json")
+    records = [r for batch in json.loads(out)["batches"] for r in batch["records"]]
     assert {json.dumps(r["key"], sort_keys=True) for r in records} == {
         json.dumps({"type": "0", "data": {"transactionalId": "tx"}}, sort_keys=True)
     }
@@ -499,20 +493,7 @@ def test_dump_log_decodes_the_transaction_log_as_kafka_dump_log_does(tmp_path):
     ]
     assert {r["payload"]["version"] for r in records} == {"0"}
     assert all(p["producerId"] == ok.producer_id and p["transactionTimeoutMs"] == 60_000 for p in payloads)
-    text = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kafkalog.cli",
-            "dump-log",
-            "--transaction-log-decoder",
-            str(data / "__transaction_state-0" / "00000000000000000000.log"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    text = dump_log()
     assert 'key: {"type":"0","data":{"transactionalId":"tx"}} payload: {"version":"0"' in text
 
 
