@@ -380,3 +380,17 @@ def test_an_offset_out_of_order_and_out_of_range_is_damage_and_cut(tmp_path: Pat
         assert values(log) == written[:4]
         (cut,) = log.recovery_report.cuts
         assert "overflow" in cut.reason.lower() or "offset" in cut.reason.lower()
+
+
+def test_a_torn_write_after_an_overflowed_segment_is_cut_and_the_rest_split(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    bases = [0, 2**31 + 5]
+    written = _raw_segment(directory, bases)
+    path = directory / f"{SEG0}.log"
+    whole = path.stat().st_size
+    path.write_bytes(path.read_bytes() + b"\x00" * 20)  # half a batch header: a torn append
+    with Log.open(directory, CONFIG, had_clean_shutdown=False) as log:
+        assert values(log) == written
+        (cut,) = log.recovery_report.cuts
+        assert (cut.bytes, cut.position, cut.first_offset) == (20, whole, 2**31 + 7)
+    assert segment_bases(directory) == [0, 2**31 + 5]

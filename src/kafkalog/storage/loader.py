@@ -15,6 +15,7 @@ from pathlib import Path
 from kafkalog.clock import Time
 from kafkalog.errors import (
     CorruptIndexError,
+    CorruptRecordError,
     InvalidOffsetError,
     KafkaStorageError,
     LogSegmentOffsetOverflowError,
@@ -278,11 +279,12 @@ class LogLoader:
             segment.recover(producer_state_hook=state.apply, leader_epoch_hook=self._epoch_hook,
                             invalid_hook=reasons.append)
         except LogSegmentOffsetOverflowError as e:
-            if _offsets_increase(segment):
+            rising, whole_end = _rising_batches(segment)
+            if rising:
                 # Offsets that go on rising past the segment's 32-bit range: what brokers before
                 # KAFKA-6264's fix wrote. Kafka splits such a segment (its LogLoader's
                 # splitOverflowedSegment), keeping every byte; so does kafkalog.
-                return self._split_overflowed_segment(segment, e)
+                return self._split_overflowed_segment(segment, e, whole_end)
             # An offset out of order as well as out of range is a damaged offset field (v2's is not
             # covered by the CRC): the log is cut before that batch, and the cut reported.
             position = _first_overflowing_batch(segment)
@@ -300,16 +302,18 @@ class LogLoader:
                                       segment.size_in_bytes, segment.read_next_offset(), reason))
         return truncated
 
-    def _split_overflowed_segment(self, segment: LogSegment, error: LogSegmentOffsetOverflowError) -> int:
-        """Copy ``segment``'s batches into as many new segments as their offsets need, each based at
-        its first batch's offset (``LogSegment.append_from_file``), swap them in for it and recover
-        them; returns the bytes their recovery cut. The split is reported as what it is: nothing
-        is lost, the data is only spread over more files."""
-        records = segment.log
+    def _split_overflowed_segment(self, segment: LogSegment, error: LogSegmentOffsetOverflowError,
+                                  whole_end: int) -> int:
+        """Copy ``segment``'s batches up to ``whole_end`` into as many new segments as their offsets
+        need, each based at its first batch's offset (``LogSegment.append_from_file``), swap them in
+        for it and recover them; returns the bytes cut: what follows the last whole batch (a torn
+        write), and what the pieces' recovery cut. The split itself loses nothing; it only spreads
+        the data over more files."""
+        records = segment.log.slice(0, whole_end)
         pieces: list[LogSegment] = []
         position = 0
         try:
-            while position < records.size_in_bytes:
+            while position < whole_end:
                 first = next(iter(records.batches(position)))
                 LogSegment.delete_files_if_exist(self._dir, first.base_offset, CLEANED_FILE_SUFFIX)
                 piece = open_segment(self._dir, first.base_offset, self._config, self._time,
@@ -323,13 +327,18 @@ class LogLoader:
                 piece.on_become_inactive_segment()
                 piece.flush()
                 piece.set_last_modified(segment.last_modified)
-            if sum(p.size_in_bytes for p in pieces) != records.size_in_bytes:
+            if sum(p.size_in_bytes for p in pieces) != whole_end:
                 raise KafkaStorageError(f"The segments split from {records.path} do not add up to it")
         except BaseException:
             for piece in pieces:
                 piece.close()
                 piece.delete_if_exists()
             raise
+        torn = segment.size_in_bytes - whole_end
+        if torn:
+            self._cuts.append(DataCut(CutKind.TRUNCATED, records.path.name, torn, whole_end,
+                                      pieces[-1].read_next_offset(),
+                                      "an incomplete batch after the last whole one, a torn write"))
         log.warning("%s; replacing %s with %d segments based at %s", error, records.path, len(pieces),
                     ", ".join(str(p.base_offset) for p in pieces))
 
@@ -343,8 +352,8 @@ class LogLoader:
             if truncated > 0:
                 for later in pieces[i + 1:]:
                     self._delete_segment(later, f"it follows the corrupt segment {piece.log.path.name}")
-                return truncated
-        return 0
+                return truncated + torn
+        return torn
 
     def _producer_state_at(self, offset: int) -> ProducerStateManager:
         state = ProducerStateManager(self._dir, time=self._time)
@@ -378,15 +387,19 @@ class LogLoader:
                 pending = []
 
 
-def _offsets_increase(segment: LogSegment) -> bool:
-    """Whether every batch of the segment starts after the previous one ended (offsets may leave
-    the segment's 32-bit range, but never go back)."""
-    last = segment.base_offset - 1
-    for batch in segment.log.batches():
-        if batch.base_offset <= last or batch.last_offset < batch.base_offset:
-            return False
-        last = batch.last_offset
-    return True
+def _rising_batches(segment: LogSegment) -> tuple[bool, int]:
+    """(whether every whole batch of the segment starts after the previous one ended -- offsets may
+    leave the segment's 32-bit range, but never go back --, the position where its whole batches
+    end: what follows is a torn write or damage, which recovery cuts)."""
+    last, end = segment.base_offset - 1, 0
+    try:
+        for batch in segment.log.batches():
+            if batch.base_offset <= last or batch.last_offset < batch.base_offset:
+                return False, end
+            last, end = batch.last_offset, batch.position + batch.size_in_bytes
+    except CorruptRecordError:  # a batch header that is not one: the whole batches end before it
+        pass
+    return True, end
 
 
 def _first_overflowing_batch(segment: LogSegment) -> int:
