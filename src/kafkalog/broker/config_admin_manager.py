@@ -2,7 +2,8 @@
 ``ConfigAdminManager``): turn the request's operations into the topic's new set of overrides, validate
 it as a whole through ``LogConfig``, then (unless ``validate_only``) persist and apply it with
 ``LogManager.alter_topic_config`` (the live logs take the new config at once). Broker configs are
-static here: altering them is refused."""
+static here: altering them is refused; the broker's log levels (BROKER_LOGGER) are altered by
+``runtime_logger_manager``, through IncrementalAlterConfigs only, as in Kafka."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.config_helper import ResourceType
 from kafkalog.broker.error_codes import error_code_for
-from kafkalog.errors import InvalidConfigError, KafkaLogError
+from kafkalog.broker.runtime_logger_manager import apply_changes_for_resource
+from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
 from kafkalog.storage.config import LogConfig, config_type
 
-__all__ = ["AlterOp", "alter_resource_configs"]
+__all__ = ["AlterOp", "alter_resource_configs", "duplicate_resources"]
 
 
 class AlterOp:
@@ -66,33 +68,60 @@ def _list_default(name: str) -> str:
     return LogConfig().to_props(include_defaults=True)[name]
 
 
+def duplicate_resources(resources: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
+    """The (type, name) pairs named more than once in one request: Kafka answers each of them
+    INVALID_REQUEST, "Each resource must appear at most once.", and alters none of them."""
+    seen: set[tuple[int, str]] = set()
+    repeated: set[tuple[int, str]] = set()
+    for resource in resources:
+        (repeated if resource in seen else seen).add(resource)
+    return repeated
+
+
+def _preprocess(configs: list[tuple[str, int, str | None]]) -> None:
+    """Kafka's ``ConfigAdminManager.preprocess`` checks of one resource's configs, whatever its type."""
+    names = [name for name, _, _ in configs]
+    if len(set(names)) != len(names):
+        raise InvalidRequestError("Error due to duplicate config keys")
+    nulls = [name for name, op, value in configs if op != AlterOp.DELETE and value is None]
+    if nulls:
+        raise InvalidRequestError("Null value not supported for : " + ", ".join(nulls))
+
+
 def alter_resource_configs(
     apis: Any,
     resource_type: int,
     resource_name: str,
-    new_overrides: dict[str, str] | None,
-    ops: list[tuple[str, int, str | None]] | None,
+    configs: list[tuple[str, int, str | None]],
+    incremental: bool,
     validate_only: bool,
 ) -> tuple[ErrorCode, str | None]:
-    """Replace a topic's overrides with ``new_overrides`` (AlterConfigs) or apply ``ops``
-    (IncrementalAlterConfigs); (error, message)."""
+    """Apply (name, op, value) ``configs`` to one resource: IncrementalAlterConfigs' operations, or
+    AlterConfigs' (``incremental`` false: every op a SET, and the values given replace the topic's
+    whole set of overrides); (error, message)."""
+    try:
+        _preprocess(configs)
+        if resource_type == ResourceType.BROKER_LOGGER and incremental:
+            apply_changes_for_resource(apis.node_id, resource_name, configs, validate_only)
+            return ErrorCode.none, None
+    except KafkaLogError as e:
+        return error_code_for(e), str(e)
     if resource_type == ResourceType.BROKER:
         return (
             ErrorCode.invalid_request,
             "Broker configs are static in kafkalog: set them in server.properties",
         )
     if resource_type != ResourceType.TOPIC:
-        return ErrorCode.invalid_request, f"Unsupported resource type {resource_type}"
+        return ErrorCode.invalid_request, f"Unknown resource type {resource_type}"
     log_manager = apis.log_manager
     if not resource_name or not log_manager.has_topic(resource_name):
         return ErrorCode.unknown_topic_or_partition, f"The topic '{resource_name}' does not exist."
     try:
         current = log_manager.topic_config(resource_name).overridden_props()
-        if new_overrides is None:
-            new_overrides = incremental_overrides(current, ops or [])
-        for name, value in new_overrides.items():
-            if value is None:
-                raise InvalidConfigError(f"Null value not supported for : {name}")
+        if incremental:
+            new_overrides = incremental_overrides(current, configs)
+        else:
+            new_overrides = {name: value for name, _, value in configs if value is not None}
         LogConfig.from_props(new_overrides, log_manager.default_config)  # validate as a whole
         if not validate_only:
             changes: dict[str, str | None] = {name: None for name in current if name not in new_overrides}

@@ -66,6 +66,8 @@ class ApiKey:
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
@@ -75,6 +77,7 @@ class ApiKey:
     CONSUMER_GROUP_DESCRIBE = 69
     GET_TELEMETRY_SUBSCRIPTIONS = 71
     PUSH_TELEMETRY = 72
+    LIST_CONFIG_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
 
 
@@ -118,6 +121,8 @@ _ROWS: tuple[tuple[int, str, int, int, int | None], ...] = (
     (42, "DeleteGroups", 0, 2, 2),
     (43, "ElectLeaders", 0, 2, 2),
     (44, "IncrementalAlterConfigs", 0, 1, 1),
+    (45, "AlterPartitionReassignments", 0, 1, 0),
+    (46, "ListPartitionReassignments", 0, 0, 0),
     (47, "OffsetDelete", 0, 0, None),
     (60, "DescribeCluster", 0, 2, 0),
     (61, "DescribeProducers", 0, 0, 0),
@@ -127,6 +132,7 @@ _ROWS: tuple[tuple[int, str, int, int, int | None], ...] = (
     (69, "ConsumerGroupDescribe", 0, 1, 0),
     (71, "GetTelemetrySubscriptions", 0, 0, 0),
     (72, "PushTelemetry", 0, 0, 0),
+    (74, "ListConfigResources", 0, 1, 0),
     (75, "DescribeTopicPartitions", 0, 0, 0),
 )
 

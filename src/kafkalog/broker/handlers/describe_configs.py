@@ -1,7 +1,7 @@
 """DescribeConfigs (32), v1-v4 (Kafka's ``describeConfigs``): a topic's configs (override, broker
-default or Kafka default, with the source and synonyms) and this broker's static configs;
-``kafkalog.broker.config_helper`` decides the values. Config types from v3; documentation is not
-kept (null)."""
+default or Kafka default, with the source and synonyms), this broker's static configs
+(``kafkalog.broker.config_helper`` decides the values) and its loggers' levels (BROKER_LOGGER,
+``runtime_logger_manager``). Config types from v3; documentation is not kept (null)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkalog.broker.config_helper import ResourceType, describe_broker_configs, describe_topic_configs
+from kafkalog.broker.config_helper import (
+    ConfigEntry,
+    ConfigSource,
+    ResourceType,
+    describe_broker_configs,
+    describe_topic_configs,
+)
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
+from kafkalog.broker.runtime_logger_manager import loggers
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
 
@@ -38,7 +45,31 @@ def _entries(apis: Any, resource: Any) -> tuple[ErrorCode, str | None, list[Any]
                 [],
             )
         return ErrorCode.none, None, describe_broker_configs(apis.config, names)
-    return ErrorCode.invalid_request, f"Unsupported resource type {resource.resource_type}", []
+    if resource.resource_type == ResourceType.BROKER_LOGGER:
+        return _broker_loggers(apis.node_id, resource.resource_name, names)
+    return ErrorCode.invalid_request, f"Unsupported resource type: {resource.resource_type}", []
+
+
+def _broker_loggers(
+    node_id: int, name: str, names: tuple[str, ...] | None
+) -> tuple[ErrorCode, str | None, list[Any]]:
+    """Every logger and its effective level (``runtime_logger_manager``), as Kafka lists its log4j
+    loggers: DYNAMIC_BROKER_LOGGER_CONFIG, neither read-only nor sensitive, no synonyms."""
+    if not name:
+        return ErrorCode.invalid_request, "Broker id must not be empty", []
+    try:
+        requested = int(name)
+    except ValueError:
+        return ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}", []
+    if requested != node_id:
+        return ErrorCode.invalid_request, f"Unexpected broker id, expected {node_id} but received {name}", []
+    entries = [
+        # Kafka sends no type for a logger (0, UNKNOWN).
+        ConfigEntry(logger, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False, False, (), 0)
+        for logger, level in loggers().items()
+        if not names or logger in names
+    ]
+    return ErrorCode.none, None, entries
 
 
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4)
