@@ -7,6 +7,7 @@ static here: altering them is refused; the broker's log levels (BROKER_LOGGER) a
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,7 +19,7 @@ from kafkalog.broker.runtime_logger_manager import apply_changes_for_resource
 from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
 from kafkalog.storage.config import LogConfig, config_type
 
-__all__ = ["AlterOp", "alter_resource_configs", "duplicate_resources"]
+__all__ = ["AlterOp", "alter_request_configs", "alter_resource_configs"]
 
 
 class AlterOp:
@@ -68,14 +69,25 @@ def _list_default(name: str) -> str:
     return LogConfig().to_props(include_defaults=True)[name]
 
 
-def duplicate_resources(resources: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
-    """The (type, name) pairs named more than once in one request: Kafka answers each of them
-    INVALID_REQUEST, "Each resource must appear at most once.", and alters none of them."""
-    seen: set[tuple[int, str]] = set()
-    repeated: set[tuple[int, str]] = set()
-    for resource in resources:
-        (repeated if resource in seen else seen).add(resource)
-    return repeated
+def alter_request_configs(apis: Any, body: Any, incremental: bool) -> list[tuple[Any, ErrorCode, str | None]]:
+    """(resource, error, message) for each resource of an AlterConfigs (``incremental`` false) or
+    IncrementalAlterConfigs request. A resource named twice in one request is answered
+    INVALID_REQUEST, "Each resource must appear at most once.", each time, and altered in neither."""
+    keys = [(r.resource_type, r.resource_name) for r in body.resources]
+    repeated = {key for key, n in Counter(keys).items() if n > 1}
+    results: list[tuple[Any, ErrorCode, str | None]] = []
+    for resource, key in zip(body.resources, keys, strict=True):
+        if key in repeated:
+            results.append((resource, ErrorCode.invalid_request, "Each resource must appear at most once."))
+            continue
+        configs = [
+            (c.name, c.config_operation if incremental else AlterOp.SET, c.value) for c in resource.configs
+        ]
+        error, message = alter_resource_configs(
+            apis, resource.resource_type, resource.resource_name, configs, incremental, body.validate_only
+        )
+        results.append((resource, error, message))
+    return results
 
 
 def _preprocess(configs: list[tuple[str, int, str | None]]) -> None:
