@@ -102,7 +102,10 @@ def test_kafka_python_admin(kafkalog_broker):
             [KpConfigResource(KpConfigResourceType.BROKER, "1")], config_filter="all"
         )["broker"]["1"]
         assert broker_configs["log.retention.hours"]["value"] == "5"
-        assert broker_configs["log.retention.hours"]["read_only"] is True
+        # Dynamic in Kafka (a cluster-wide or per-broker value may replace it), so not read-only.
+        assert broker_configs["log.retention.hours"]["read_only"] is False
+        assert broker_configs["log.retention.hours"]["config_source"] == "STATIC_BROKER_CONFIG"
+        assert broker_configs["num.partitions"]["read_only"] is True
 
         # IncrementalAlterConfigs: SET, DELETE, APPEND (the live logs take it at once)
         admin.alter_configs(

@@ -102,13 +102,19 @@ def _parse_listener(value: str) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class KafkaConfig:
-    """Broker configuration; build with ``from_props`` (or ``KafkaConfig()`` for all defaults)."""
+    """Broker configuration; build with ``from_props`` (or ``KafkaConfig()`` for all defaults).
+
+    ``originals`` are the static configs (``server.properties`` and overrides); ``dynamic_default``
+    and ``dynamic_broker`` the cluster-wide and this node's dynamic configs (``dynamic_broker_config``),
+    which take precedence over them in that order, as in Kafka."""
 
     originals: Mapping[str, str] = field(default_factory=dict)
+    dynamic_default: Mapping[str, str] = field(default_factory=dict)
+    dynamic_broker: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        props = {str(k): str(v) for k, v in self.originals.items()}
-        object.__setattr__(self, "originals", props)
+        for name in ("originals", "dynamic_default", "dynamic_broker"):
+            object.__setattr__(self, name, {str(k): str(v) for k, v in getattr(self, name).items()})
         # Parse everything now: a bad value is a startup error, never a failure later.
         self.log_config  # noqa: B018
         _parse_listener(self.get_str("listeners"))
@@ -150,12 +156,24 @@ class KafkaConfig:
     def with_overrides(self, props: Mapping[str, Any]) -> KafkaConfig:
         merged = dict(self.originals)
         merged.update({str(k): str(v) for k, v in props.items()})
-        return KafkaConfig(merged)
+        return KafkaConfig(merged, self.dynamic_default, self.dynamic_broker)
+
+    def with_dynamic(
+        self, dynamic_default: Mapping[str, str], dynamic_broker: Mapping[str, str]
+    ) -> KafkaConfig:
+        """The same static configs under other dynamic ones (every value checked, as at startup)."""
+        return KafkaConfig(self.originals, dynamic_default, dynamic_broker)
+
+    @cached_property
+    def values(self) -> dict[str, str]:
+        """Every config set, whatever its source: this node's dynamic configs over the cluster-wide
+        dynamic ones over the static ones."""
+        return {**self.originals, **self.dynamic_default, **self.dynamic_broker}
 
     # --- generic access ---
 
     def get_str(self, name: str, default: str | None = None) -> str:
-        value = self.originals.get(name)
+        value = self.values.get(name)
         if value is not None:
             return value
         if default is not None:
@@ -220,4 +238,4 @@ class KafkaConfig:
     @cached_property
     def log_config(self) -> LogConfig:
         """Every topic's default config, from the ``log.*`` names (Kafka's ``LogConfig`` defaults)."""
-        return LogConfig.from_broker_props(self.originals)
+        return LogConfig.from_broker_props(self.values)

@@ -2,7 +2,7 @@
 ``ConfigAdminManager``): turn the request's operations into the topic's new set of overrides, validate
 it as a whole through ``LogConfig``, then (unless ``validate_only``) persist and apply it with
 ``LogManager.alter_topic_config`` (the live logs take the new config at once). Broker configs are
-static here: altering them is refused; the broker's log levels (BROKER_LOGGER) are altered by
+altered by ``dynamic_broker_config``; the broker's log levels (BROKER_LOGGER) are altered by
 ``runtime_logger_manager``, through IncrementalAlterConfigs only, as in Kafka."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.config_helper import ResourceType
+from kafkalog.broker.dynamic_broker_config import alter_broker_configs
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.runtime_logger_manager import apply_changes_for_resource
 from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
@@ -119,10 +120,11 @@ def alter_resource_configs(
     except KafkaLogError as e:
         return error_code_for(e), str(e)
     if resource_type == ResourceType.BROKER:
-        return (
-            ErrorCode.invalid_request,
-            "Broker configs are static in kafkalog: set them in server.properties",
-        )
+        try:
+            alter_broker_configs(apis, resource_name, configs, incremental, validate_only)
+        except KafkaLogError as e:
+            return error_code_for(e), str(e)
+        return ErrorCode.none, None
     if resource_type != ResourceType.TOPIC:
         return ErrorCode.invalid_request, f"Unknown resource type {resource_type}"
     log_manager = apis.log_manager

@@ -1,19 +1,22 @@
 """What DescribeConfigs (and CreateTopics v5+) say about a topic's or the broker's configs (Kafka's
 ``ConfigHelper``): each config's effective value, where it came from, its synonyms and its type.
 
-A topic config's value comes from the topic's override (TOPIC_CONFIG), else from a broker config in
-``server.properties`` that sets its default (STATIC_BROKER_CONFIG, e.g. ``log.retention.hours`` for
-``retention.ms``), else from Kafka's built-in default (DEFAULT_CONFIG). Synonyms list every source
-that has a value, highest precedence first, as Kafka does. Broker configs are all static here (there
-are no dynamic broker configs), so they are read-only; a name that looks like a secret is sensitive
-and its value is withheld.
+A topic config's value comes from the topic's override (TOPIC_CONFIG), else from a broker config
+that sets its default — this node's dynamic one (DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic
+one (DYNAMIC_DEFAULT_BROKER_CONFIG), then ``server.properties`` (STATIC_BROKER_CONFIG), e.g.
+``log.retention.hours`` for ``retention.ms`` — else from Kafka's built-in default (DEFAULT_CONFIG).
+Synonyms list every source that has a value, highest precedence first, as Kafka does. A broker
+config is read-only unless Kafka lets it change at runtime (``dynamic_broker_config``); a name that
+looks like a secret is sensitive and its value is withheld.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
+from kafkalog.broker.dynamic_broker_config import is_dynamic
 from kafkalog.storage.config import LogConfig, broker_synonyms, config_type
 
 __all__ = [
@@ -84,6 +87,45 @@ class ConfigEntry:
         return self.source == ConfigSource.DEFAULT_CONFIG
 
 
+# Broker configs that name one setting in several units (Kafka's ``brokerConfigSynonyms``), in
+# Kafka's precedence order.
+_BROKER_NAME_GROUPS = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+
+
+def _broker_name_synonyms(name: str) -> tuple[str, ...]:
+    for group in _BROKER_NAME_GROUPS:
+        if name in group:
+            return group
+    return (name,)
+
+
+def _layers(broker: KafkaConfig) -> tuple[tuple[int, Mapping[str, str]], ...]:
+    """Where a broker config's value can come from, highest precedence first."""
+    return (
+        (ConfigSource.DYNAMIC_BROKER_CONFIG, broker.dynamic_broker),
+        (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, broker.dynamic_default),
+        (ConfigSource.STATIC_BROKER_CONFIG, broker.originals),
+    )
+
+
+def _set_synonyms(
+    broker: KafkaConfig, names: tuple[str, ...], sensitive: bool = False
+) -> list[ConfigSynonym]:
+    """Every value set for ``names`` (synonyms of one setting), source by source (Kafka's
+    ``configSynonyms``: all names of a source before the next source)."""
+    return [
+        ConfigSynonym(name, None if sensitive else layer[name], source)
+        for source, layer in _layers(broker)
+        for name in names
+        if name in layer
+    ]
+
+
 def describe_topic_configs(
     config: LogConfig, broker: KafkaConfig, names: tuple[str, ...] | None = None
 ) -> list[ConfigEntry]:
@@ -98,13 +140,7 @@ def describe_topic_configs(
         if name in config.overridden:
             synonyms.append(ConfigSynonym(name, values[name], ConfigSource.TOPIC_CONFIG))
         broker_names = broker_synonyms(name)
-        for broker_name in broker_names:
-            if broker_name in broker.originals:
-                synonyms.append(
-                    ConfigSynonym(
-                        broker_name, broker.originals[broker_name], ConfigSource.STATIC_BROKER_CONFIG
-                    )
-                )
+        synonyms.extend(_set_synonyms(broker, broker_names))
         default_name = broker_names[0] if broker_names else name
         synonyms.append(ConfigSynonym(default_name, builtin[name], ConfigSource.DEFAULT_CONFIG))
         # The topic's LogConfig was built on the broker-derived defaults: its value is the effective one.
@@ -126,35 +162,49 @@ def _sensitive(name: str) -> bool:
     return any(word in name for word in _SENSITIVE_WORDS)
 
 
-def describe_broker_configs(broker: KafkaConfig, names: tuple[str, ...] | None = None) -> list[ConfigEntry]:
-    """The broker's configs: Kafka's defaults this broker knows, the topic defaults under their broker
-    names, and everything set in ``server.properties`` / overrides (STATIC_BROKER_CONFIG)."""
-    values: dict[str, tuple[str, int]] = {
-        name: (value, ConfigSource.DEFAULT_CONFIG) for name, value in BROKER_DEFAULTS.items()
-    }
-    topic_defaults = broker.log_config.to_props(include_defaults=True)
-    for topic_name in LogConfig.config_names():
-        for broker_name in broker_synonyms(topic_name)[:1]:
-            values.setdefault(broker_name, (topic_defaults[topic_name], ConfigSource.DEFAULT_CONFIG))
-    for name, value in broker.originals.items():
-        values[name] = (value, ConfigSource.STATIC_BROKER_CONFIG)
+def describe_broker_configs(
+    broker: KafkaConfig, names: tuple[str, ...] | None = None, per_broker: bool = True
+) -> list[ConfigEntry]:
+    """The broker's configs (``per_broker``: this node's — Kafka's defaults this broker knows, the
+    topic defaults under their broker names, and every config set, statically or dynamically), or
+    the cluster-wide dynamic ones only (the resource named ``""``). Only the names Kafka can change
+    at runtime are not read-only."""
+    values: dict[str, str] = {}
+    if per_broker:
+        values.update(BROKER_DEFAULTS)
+        topic_defaults = broker.log_config.to_props(include_defaults=True)
+        for topic_name in LogConfig.config_names():
+            for broker_name in broker_synonyms(topic_name)[:1]:
+                values.setdefault(broker_name, str(topic_defaults[topic_name]))
+        values.update(broker.values)
+    else:
+        values.update(broker.dynamic_default)
     wanted = sorted(values) if names is None else sorted(set(names) & set(values))
     entries = []
     for name in wanted:
-        value, source = values[name]
         sensitive = _sensitive(name)
-        shown = None if sensitive else value
-        synonyms = [ConfigSynonym(name, shown, source)]
-        if source == ConfigSource.STATIC_BROKER_CONFIG and name in BROKER_DEFAULTS:
-            synonyms.append(ConfigSynonym(name, BROKER_DEFAULTS[name], ConfigSource.DEFAULT_CONFIG))
+        synonyms = [
+            s
+            for s in _set_synonyms(broker, _broker_name_synonyms(name), sensitive)
+            if per_broker or s.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        ]
+        while synonyms and synonyms[0].name != name:  # Kafka drops other names' values ahead of its own
+            synonyms.pop(0)
+        if per_broker and name in BROKER_DEFAULTS:
+            synonyms.append(
+                ConfigSynonym(name, None if sensitive else BROKER_DEFAULTS[name], ConfigSource.DEFAULT_CONFIG)
+            )
+        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(
             ConfigEntry(
                 name,
-                shown,
+                None if sensitive else values[name],
                 source,
-                True,
+                not is_dynamic(name),
                 sensitive,
-                tuple(synonyms),
+                tuple(synonyms)
+                if synonyms
+                else (ConfigSynonym(name, None if sensitive else values[name], source),),
                 _TYPE_IDS["password" if sensitive else "string"],
             )
         )

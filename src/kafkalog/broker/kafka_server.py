@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog.broker.config import KafkaConfig
+from kafkalog.broker.dynamic_broker_config import load_dynamic_configs
 from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR
 from kafkalog.broker.group.manager_of import GROUP_METADATA_MANAGER
 from kafkalog.broker.kafka_apis import BrokerEndpoint, KafkaApis
@@ -65,6 +66,8 @@ class KafkaServer:
 
     async def startup(self) -> None:
         loop = asyncio.get_running_loop()
+        # The dynamic broker configs kept in the data directory, over the static ones.
+        self.config = load_dynamic_configs(self.data_dir, self.config)
         config = self.config
         self.log_manager = await loop.run_in_executor(None, self._open_logs)
         try:
@@ -124,7 +127,7 @@ class KafkaServer:
         manager = LogManager(self.data_dir, default_config=config.log_config, node_id=config.node_id)
         try:
             # compacted topics (``__consumer_offsets`` among them) are cleaned in the background
-            manager.start_cleaner(CleanerConfig.from_broker_props(config.originals))
+            manager.start_cleaner(CleanerConfig.from_broker_props(config.values))
         except BaseException:
             manager.close()
             raise

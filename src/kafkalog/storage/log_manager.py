@@ -572,6 +572,20 @@ class LogManager:
                 self._logs[(topic, partition)].update_config(new_config)
             return new_config
 
+    def reconfigure_default_config(self, default_config: LogConfig) -> None:
+        """A new default for every topic config (Kafka's ``reconfigureDefaultLogConfig``, after a
+        dynamic broker config changed): each topic keeps its own overrides over it, and its live
+        logs take the result at once. Every topic's new config is made before any is applied."""
+        with self._lock:
+            self._check_open()
+            configs = {topic: LogConfig.from_props(config.overridden_props(), default_config)
+                       for topic, config in self._topic_configs.items()}
+            self._default_config = default_config
+            for topic, config in configs.items():
+                self._topic_configs[topic] = config
+                for partition in self.partitions(topic):
+                    self._logs[(topic, partition)].update_config(config)
+
     def describe_topic(self, topic: str) -> TopicDescription:
         with self._lock:
             self._check_open()

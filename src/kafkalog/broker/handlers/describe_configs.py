@@ -1,7 +1,8 @@
 """DescribeConfigs (32), v1-v4 (Kafka's ``describeConfigs``): a topic's configs (override, broker
-default or Kafka default, with the source and synonyms), this broker's static configs
-(``kafkalog.broker.config_helper`` decides the values) and its loggers' levels (BROKER_LOGGER,
-``runtime_logger_manager``). Config types from v3; documentation is not kept (null)."""
+default or Kafka default, with the source and synonyms), this broker's configs, static and dynamic,
+or the cluster-wide dynamic ones (``kafkalog.broker.config_helper`` decides the values), and its
+loggers' levels (BROKER_LOGGER, ``runtime_logger_manager``). Config types from v3; documentation is
+not kept (null)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def _entries(apis: Any, resource: Any) -> tuple[ErrorCode, str | None, list[Any]
                 ),
                 [],
             )
-        return ErrorCode.none, None, describe_broker_configs(apis.config, names)
+        per_broker = resource.resource_name != ""  # "": the cluster-wide dynamic configs only
+        return ErrorCode.none, None, describe_broker_configs(apis.config, names, per_broker)
     if resource.resource_type == ResourceType.BROKER_LOGGER:
         return _broker_loggers(apis.node_id, resource.resource_name, names)
     return ErrorCode.invalid_request, f"Unsupported resource type: {resource.resource_type}", []

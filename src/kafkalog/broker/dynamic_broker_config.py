@@ -1,0 +1,256 @@
+"""Dynamic broker configs (Kafka's ``DynamicBrokerConfig``): broker configs altered at runtime with
+(Incremental)AlterConfigs on the BROKER resource — cluster-wide (resource name ``""``, what
+``kafka-configs.sh --entity-default`` sets) or for this node (its id) — and kept across restarts
+in ``kafkalog-broker-configs.json`` in the data directory (Kafka keeps them in its metadata log).
+
+Precedence, as in Kafka: this node's dynamic value, then the cluster-wide one, then the static
+config (``server.properties``), then the default. Topic-config defaults (the ``log.*`` names,
+``message.max.bytes``) apply at once to every topic without an override of its own
+(``LogManager.reconfigure_default_config``); the other names Kafka lets you change at runtime
+(thread counts, connection limits, cleaner settings, producer-state expiry) are kept and described
+and take effect where kafkalog reads them (``apis.config``), the rest at the next start; per-broker
+TLS/SASL configs are kept as Kafka keeps them, and have no use here (one plaintext listener). A name
+Kafka only reads at startup is refused ("Cannot update these configs dynamically"), and so are the
+listeners, which kafkalog does not rebind at runtime.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
+from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
+from kafkalog.storage.config import LogConfig, broker_synonyms, config_type
+from kafkalog.storage.files import write_file_atomically
+
+__all__ = ["DYNAMIC_BROKER_CONFIGS_FILE", "alter_broker_configs", "is_dynamic", "load_dynamic_configs"]
+
+DYNAMIC_BROKER_CONFIGS_FILE = "kafkalog-broker-configs.json"
+
+# Kafka's AllDynamicConfigs, less what needs listeners kafkalog does not have.
+_LOG_CONFIGS = frozenset(
+    broker_name for topic_name in LogConfig.config_names() for broker_name in broker_synonyms(topic_name)
+)
+_CLEANER_CONFIGS = frozenset(
+    {
+        "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.io.buffer.size",
+        "message.max.bytes",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.backoff.ms",
+    }
+)
+# Kafka's thread-pool defaults: a dynamic count must stay within half and double the current one.
+_THREAD_POOLS = {
+    "num.io.threads": 8,
+    "num.replica.fetchers": 1,
+    "num.recovery.threads.per.data.dir": 2,
+    "background.threads": 10,
+}
+_OTHER_CONFIGS = frozenset(
+    {
+        "max.connections",
+        "max.connection.creation.rate",
+        "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        "num.network.threads",
+        "producer.id.expiration.ms",
+        "transaction.partition.verification.enable",
+        "metric.reporters",
+    }
+)
+DYNAMIC_CONFIGS = _LOG_CONFIGS | _CLEANER_CONFIGS | frozenset(_THREAD_POOLS) | _OTHER_CONFIGS
+_LISTENER_CONFIGS = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
+# Kafka's per-listener TLS/SASL configs: accepted per broker, kept, and of no use to kafkalog, which
+# has one plaintext listener (as such names in server.properties are).
+_SECURITY_PREFIXES = ("ssl.", "sasl.", "principal.builder.class")
+_STORE_PREFIXES = ("ssl.keystore.", "ssl.truststore.", "ssl.key.password")
+
+
+def _is_security(name: str) -> bool:
+    return name.startswith(_SECURITY_PREFIXES)
+
+
+# Kafka's AlterConfigOp.OpType ids.
+_SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
+
+
+def is_dynamic(name: str) -> bool:
+    """Whether Kafka (and kafkalog) let ``name`` change at runtime."""
+    return name in DYNAMIC_CONFIGS
+
+
+def _scala_set(names: list[str]) -> str:
+    return "Set(" + ", ".join(sorted(names)) + ")"
+
+
+def load_dynamic_configs(data_dir: Path, static: KafkaConfig) -> KafkaConfig:
+    """``static`` under the dynamic configs kept in ``data_dir`` (none if the file is absent)."""
+    path = Path(data_dir) / DYNAMIC_BROKER_CONFIGS_FILE
+    try:
+        stored = json.loads(path.read_text())
+    except FileNotFoundError:
+        return static
+    except (OSError, ValueError) as e:
+        raise InvalidConfigError(f"Cannot read the dynamic broker configs in {path}: {e}") from e
+    if not isinstance(stored, dict):
+        raise InvalidConfigError(f"Cannot read the dynamic broker configs in {path}: not a JSON object")
+    default = stored.get("cluster_default", {})
+    broker = stored.get("brokers", {}).get(str(static.node_id), {})
+    try:
+        return static.with_dynamic(default, broker)
+    except KafkaLogError as e:
+        raise InvalidConfigError(f"Invalid dynamic broker config in {path}: {e}") from e
+
+
+def _store(data_dir: Path, config: KafkaConfig) -> None:
+    path = Path(data_dir) / DYNAMIC_BROKER_CONFIGS_FILE
+    brokers: dict[str, Any] = {}
+    try:
+        brokers = json.loads(path.read_text()).get("brokers", {})
+    except (OSError, ValueError, AttributeError):
+        pass
+    brokers[str(config.node_id)] = dict(sorted(config.dynamic_broker.items()))
+    document = {
+        "version": 1,
+        "cluster_default": dict(sorted(config.dynamic_default.items())),
+        "brokers": {k: v for k, v in brokers.items() if v},
+    }
+    write_file_atomically(path, (json.dumps(document, indent=2) + "\n").encode())
+
+
+def _is_list(name: str) -> bool:
+    topic_names = [t for t in LogConfig.config_names() if name in broker_synonyms(t)]
+    return bool(topic_names) and config_type(topic_names[0]) == "list"
+
+
+def _list_default(name: str) -> str:
+    """Kafka's base for APPEND/SUBTRACT when the entity has no value: the config's default."""
+    topic_name = next(t for t in LogConfig.config_names() if name in broker_synonyms(t))
+    return str(LogConfig().to_props(include_defaults=True)[topic_name])
+
+
+def _apply_ops(current: dict[str, str], configs: list[tuple[str, int, str | None]]) -> dict[str, str]:
+    """Kafka's ``prepareIncrementalConfigs`` on one entity's dynamic configs."""
+    result = dict(current)
+    for name, op, value in configs:
+        if op == _SET:
+            assert value is not None  # null values were refused before
+            result[name] = value
+        elif op == _DELETE:
+            result.pop(name, None)
+        elif op in (_APPEND, _SUBTRACT):
+            if not _is_list(name):
+                verb = "append" if op == _APPEND else "subtract"
+                raise InvalidConfigError(f"Config value {verb} is not allowed for config key: {name}")
+            base = result.get(name, _list_default(name))
+            items = [item.strip() for item in base.split(",") if item.strip()]
+            changes = [item.strip() for item in (value or "").split(",") if item.strip()]
+            if op == _APPEND:
+                items += [item for item in changes if item not in items]
+            else:
+                items = [item for item in items if item not in changes]
+            result[name] = ",".join(items)
+        else:
+            raise InvalidRequestError(f"Unknown operations type {op}")
+    return result
+
+
+def _validate_names(props: Mapping[str, str], per_broker: bool) -> None:
+    """Kafka's ``DynamicBrokerConfig.validateConfigs`` on the names: a config Kafka reads only at
+    startup is refused, a keystore or truststore config needs a listener prefix, the listener and
+    security configs are per-broker only; a name neither knows is kept, as Kafka keeps custom
+    configs. kafkalog also refuses to change its listeners at runtime (Kafka rebinds its sockets)."""
+    static_names = [
+        n
+        for n in props
+        if not is_dynamic(n) and not _is_security(n) and (n in BROKER_DEFAULTS or n.startswith("log."))
+    ]
+    if static_names:
+        raise InvalidRequestError(f"Cannot update these configs dynamically: {_scala_set(static_names)}")
+    listener_names = [n for n in props if n in _LISTENER_CONFIGS or n.startswith("listener.name.")]
+    if listener_names:
+        raise InvalidRequestError(
+            f"Cannot update these configs dynamically: kafkalog does not rebind its listener at runtime: "
+            f"{_scala_set(listener_names)}"
+        )
+    unprefixed = [n for n in props if n.startswith(_STORE_PREFIXES)]
+    if unprefixed:
+        raise InvalidRequestError(
+            "These security configs can be dynamically updated only per-listener using "
+            f"the listener prefix: {_scala_set(unprefixed)}"
+        )
+    if not per_broker:
+        per_broker_only = [n for n in props if _is_security(n)]
+        if per_broker_only:
+            raise InvalidRequestError(
+                "Cannot update these configs at default cluster level, broker id must be "
+                f"specified: {_scala_set(per_broker_only)}"
+            )
+
+
+def _validate_thread_counts(old: KafkaConfig, new: KafkaConfig) -> None:
+    for name, default in _THREAD_POOLS.items():
+        before, after = old.get_int(name, default), new.get_int(name, default)
+        if before == after:
+            continue
+        message = f"Dynamic thread count update validation failed for {name}={after}"
+        if after <= 0:
+            raise InvalidRequestError(f"{message}, value should be at least 1")
+        if after < before // 2:
+            raise InvalidRequestError(f"{message}, value should be at least half the current value {before}")
+        if after > before * 2:
+            raise InvalidRequestError(
+                f"{message}, value should not be greater than double the current value {before}"
+            )
+
+
+def alter_broker_configs(
+    apis: Any,
+    resource_name: str,
+    configs: list[tuple[str, int, str | None]],
+    incremental: bool,
+    validate_only: bool,
+) -> KafkaConfig:
+    """Alter this node's (``resource_name`` its id) or the cluster-wide (``""``) dynamic configs
+    with (name, op, value) ``configs`` — IncrementalAlterConfigs' operations, or AlterConfigs'
+    (``incremental`` false: the values replace the entity's whole set). Everything is checked
+    first; then, unless ``validate_only``, the result is kept, applied and returned. Raises
+    InvalidRequestError / InvalidConfigError saying what was wrong (and then nothing changes)."""
+    config: KafkaConfig = apis.config
+    per_broker = resource_name != ""
+    if per_broker:
+        try:
+            requested = int(resource_name)
+        except ValueError:
+            raise InvalidRequestError(f"Node id must be an integer, but it is: {resource_name}") from None
+        if requested != config.node_id:
+            raise InvalidRequestError(
+                f"Unexpected broker id, expected {config.node_id}, but received {resource_name}"
+            )
+    current = dict(config.dynamic_broker if per_broker else config.dynamic_default)
+    if incremental:
+        updated = _apply_ops(current, configs)
+    else:
+        updated = {name: value for name, _, value in configs if value is not None}
+    _validate_names({name: "" for name, _, _ in configs}, per_broker)
+    try:
+        new_config = (
+            config.with_dynamic(config.dynamic_default, updated)
+            if per_broker
+            else config.with_dynamic(updated, config.dynamic_broker)
+        )
+        new_config.log_config  # noqa: B018 - the topic defaults must still make a valid LogConfig
+    except KafkaLogError as e:
+        raise InvalidRequestError(str(e)) from e
+    _validate_thread_counts(config, new_config)
+    if not validate_only:
+        _store(apis.log_manager.data_dir, new_config)
+        apis.config = new_config
+        apis.log_manager.reconfigure_default_config(new_config.log_config)
+    return new_config
