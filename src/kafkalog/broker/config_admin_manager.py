@@ -13,61 +13,31 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.alter_config_op import AlterOp, apply_alter_ops
 from kafkalog.broker.config_helper import ResourceType
 from kafkalog.broker.dynamic_broker_config import alter_broker_configs
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.runtime_logger_manager import apply_changes_for_resource
-from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
+from kafkalog.errors import InvalidRequestError, KafkaLogError
 from kafkalog.storage.config import LogConfig, config_type
 
-__all__ = ["AlterOp", "alter_request_configs", "alter_resource_configs"]
-
-
-class AlterOp:
-    """Kafka's ``AlterConfigOp.OpType`` ids."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
-
-
-def _as_list(text: str | None) -> list[str]:
-    return [item.strip() for item in (text or "").split(",") if item.strip()]
+__all__ = ["alter_request_configs", "alter_resource_configs"]
 
 
 def incremental_overrides(
     current: dict[str, str], ops: Iterable[tuple[str, int, str | None]]
 ) -> dict[str, str]:
-    """The overrides after applying (name, op, value) operations to ``current`` overrides."""
-    result = dict(current)
-    for name, op, value in ops:
-        kind = config_type(name)  # InvalidConfigError for an unknown name
-        if op == AlterOp.SET:
-            if value is None:
-                raise InvalidConfigError(f"Null value not supported for : {name}")
-            result[name] = value
-        elif op == AlterOp.DELETE:
-            result.pop(name, None)
-        elif op in (AlterOp.APPEND, AlterOp.SUBTRACT):
-            if kind != "list":
-                verb = "append" if op == AlterOp.APPEND else "subtract"
-                raise InvalidConfigError(f"Config value {verb} is not allowed for config key: {name}")
-            old = result.get(name)
-            base = _as_list(old if old is not None else str(_list_default(name)))
-            changes = _as_list(value)
-            if op == AlterOp.APPEND:
-                merged = base + [item for item in changes if item not in base]
-            else:
-                merged = [item for item in base if item not in changes]
-            result[name] = ",".join(merged)
-        else:
-            raise InvalidConfigError(f"Unknown config operation {op} for {name}")
-    return result
+    """A topic's overrides after (name, op, value) operations on ``current`` ones."""
+    checked = list(ops)
+    for name, _, _ in checked:
+        config_type(name)  # InvalidConfigError for an unknown name
+    return apply_alter_ops(current, checked, _list_default)
 
 
-def _list_default(name: str) -> str:
-    return LogConfig().to_props(include_defaults=True)[name]
+def _list_default(name: str) -> str | None:
+    if config_type(name) != "list":
+        return None
+    return str(LogConfig().to_props(include_defaults=True)[name])
 
 
 def alter_request_configs(apis: Any, body: Any, incremental: bool) -> list[tuple[Any, ErrorCode, str | None]]:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kafkalog.broker.alter_config_op import apply_alter_ops
 from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
 from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
 from kafkalog.storage.config import LogConfig, broker_synonyms, config_type
@@ -76,10 +77,6 @@ def _is_security(name: str) -> bool:
     return name.startswith(_SECURITY_PREFIXES)
 
 
-# Kafka's AlterConfigOp.OpType ids.
-_SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
-
-
 def is_dynamic(name: str) -> bool:
     """Whether Kafka (and kafkalog) let ``name`` change at runtime."""
     return name in DYNAMIC_CONFIGS
@@ -124,41 +121,15 @@ def _store(data_dir: Path, config: KafkaConfig) -> None:
     write_file_atomically(path, (json.dumps(document, indent=2) + "\n").encode())
 
 
-def _is_list(name: str) -> bool:
-    topic_names = [t for t in LogConfig.config_names() if name in broker_synonyms(t)]
-    return bool(topic_names) and config_type(topic_names[0]) == "list"
-
-
-def _list_default(name: str) -> str:
-    """Kafka's base for APPEND/SUBTRACT when the entity has no value: the config's default."""
-    topic_name = next(t for t in LogConfig.config_names() if name in broker_synonyms(t))
-    return str(LogConfig().to_props(include_defaults=True)[topic_name])
-
-
-def _apply_ops(current: dict[str, str], configs: list[tuple[str, int, str | None]]) -> dict[str, str]:
-    """Kafka's ``prepareIncrementalConfigs`` on one entity's dynamic configs."""
-    result = dict(current)
-    for name, op, value in configs:
-        if op == _SET:
-            assert value is not None  # null values were refused before
-            result[name] = value
-        elif op == _DELETE:
-            result.pop(name, None)
-        elif op in (_APPEND, _SUBTRACT):
-            if not _is_list(name):
-                verb = "append" if op == _APPEND else "subtract"
-                raise InvalidConfigError(f"Config value {verb} is not allowed for config key: {name}")
-            base = result.get(name, _list_default(name))
-            items = [item.strip() for item in base.split(",") if item.strip()]
-            changes = [item.strip() for item in (value or "").split(",") if item.strip()]
-            if op == _APPEND:
-                items += [item for item in changes if item not in items]
-            else:
-                items = [item for item in items if item not in changes]
-            result[name] = ",".join(items)
-        else:
-            raise InvalidRequestError(f"Unknown operations type {op}")
-    return result
+def _list_default(name: str) -> str | None:
+    """Kafka's base for APPEND/SUBTRACT on a broker config without a value: the default of the
+    topic config it sets, when that is a list (``log.cleanup.policy``); None for any other name."""
+    for topic_name in LogConfig.config_names():
+        if name in broker_synonyms(topic_name):
+            if config_type(topic_name) != "list":
+                return None
+            return str(LogConfig().to_props(include_defaults=True)[topic_name])
+    return None
 
 
 def _validate_names(props: Mapping[str, str], per_broker: bool) -> None:
@@ -235,7 +206,7 @@ def alter_broker_configs(
             )
     current = dict(config.dynamic_broker if per_broker else config.dynamic_default)
     if incremental:
-        updated = _apply_ops(current, configs)
+        updated = apply_alter_ops(current, configs, _list_default)
     else:
         updated = {name: value for name, _, value in configs if value is not None}
     _validate_names({name: "" for name, _, _ in configs}, per_broker)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from kafkalog.broker.alter_config_op import AlterOp
 from kafkalog.errors import InvalidConfigError, InvalidRequestError
 
 __all__ = ["ROOT_LOGGER", "VALID_LOG_LEVELS", "apply_changes_for_resource", "loggers"]
@@ -23,13 +24,16 @@ log = logging.getLogger(__name__)
 
 ROOT_LOGGER = "root"
 TRACE = 5  # log4j's TRACE: below Python's DEBUG (10)
-_LEVELS = {"TRACE": TRACE, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
-           "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+_LEVELS = {
+    "TRACE": TRACE,
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARN": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "FATAL": logging.CRITICAL,
+}
 VALID_LOG_LEVELS = frozenset(_LEVELS)  # case-sensitive, as Kafka's LogLevelConfig
 _VALID_LOG_LEVELS_STRING = ", ".join(sorted(VALID_LOG_LEVELS))
-
-# Kafka's AlterConfigOp.OpType ids.
-_SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
 
 
 def _level_name(level: int) -> str:
@@ -71,29 +75,33 @@ def _validate_node(node_id: int, resource_name: str) -> None:
 
 def _validate(ops: list[tuple[str, int, str | None]]) -> None:
     for name, op, value in ops:
-        if op == _SET:
+        if op == AlterOp.SET:
             if _existing(name) is None:
                 raise InvalidConfigError(f"Logger {name} does not exist!")
             if value not in VALID_LOG_LEVELS:
                 raise InvalidConfigError(
                     f"Cannot set the log level of {name} to {value} as it is not a supported log level. "
-                    f"Valid log levels are {_VALID_LOG_LEVELS_STRING}")
-        elif op == _DELETE:
+                    f"Valid log levels are {_VALID_LOG_LEVELS_STRING}"
+                )
+        elif op == AlterOp.DELETE:
             if _existing(name) is None:
                 raise InvalidConfigError(f"Logger {name} does not exist!")
             if name == ROOT_LOGGER:
                 raise InvalidRequestError(
-                    f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
-        elif op in (_APPEND, _SUBTRACT):
-            verb = "APPEND" if op == _APPEND else "SUBTRACT"
+                    f"Removing the log level of the {ROOT_LOGGER} logger is not allowed"
+                )
+        elif op in (AlterOp.APPEND, AlterOp.SUBTRACT):
+            verb = "APPEND" if op == AlterOp.APPEND else "SUBTRACT"
             raise InvalidRequestError(f"{verb} operation is not allowed for the BROKER_LOGGER resource")
         else:
             raise InvalidRequestError(
-                f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource")
+                f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource"
+            )
 
 
-def apply_changes_for_resource(node_id: int, resource_name: str, ops: Iterable[tuple[str, int, str | None]],
-                               validate_only: bool) -> None:
+def apply_changes_for_resource(
+    node_id: int, resource_name: str, ops: Iterable[tuple[str, int, str | None]], validate_only: bool
+) -> None:
     """Check every (logger, op, level) of one BROKER_LOGGER resource, then (unless
     ``validate_only``) apply them all; InvalidRequestError / InvalidConfigError say what was wrong,
     and then nothing is changed."""
@@ -105,7 +113,7 @@ def apply_changes_for_resource(node_id: int, resource_name: str, ops: Iterable[t
     for name, op, value in checked:
         logger = _existing(name)
         assert logger is not None  # checked above
-        if op == _SET:
+        if op == AlterOp.SET:
             assert value is not None
             logger.setLevel(_LEVELS[value])
             log.warning("Updated the log level of %s to %s", name, value)
