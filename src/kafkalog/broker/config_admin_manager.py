@@ -17,11 +17,13 @@ from kafkalog.broker.alter_config_op import AlterOp, apply_alter_ops
 from kafkalog.broker.config_helper import ResourceType
 from kafkalog.broker.dynamic_broker_config import alter_broker_configs
 from kafkalog.broker.error_codes import error_code_for
+from kafkalog.broker.request import ZERO_DELAY, build, nested_type
 from kafkalog.broker.runtime_logger_manager import apply_changes_for_resource
 from kafkalog.errors import InvalidRequestError, KafkaLogError
+from kafkalog.protocol.codec import response_type
 from kafkalog.storage.config import LogConfig, config_type
 
-__all__ = ["alter_request_configs", "alter_resource_configs"]
+__all__ = ["alter_configs_response", "alter_resource_configs"]
 
 
 def incremental_overrides(
@@ -40,7 +42,9 @@ def _list_default(name: str) -> str | None:
     return str(LogConfig().to_props(include_defaults=True)[name])
 
 
-def alter_request_configs(apis: Any, body: Any, incremental: bool) -> list[tuple[Any, ErrorCode, str | None]]:
+def _alter_request_configs(
+    apis: Any, body: Any, incremental: bool
+) -> list[tuple[Any, ErrorCode, str | None]]:
     """(resource, error, message) for each resource of an AlterConfigs (``incremental`` false) or
     IncrementalAlterConfigs request. A resource named twice in one request is answered
     INVALID_REQUEST, "Each resource must appear at most once.", each time, and altered in neither."""
@@ -59,6 +63,23 @@ def alter_request_configs(apis: Any, body: Any, incremental: bool) -> list[tuple
         )
         results.append((resource, error, message))
     return results
+
+
+def alter_configs_response(apis: Any, api_key: int, api_version: int, body: Any, incremental: bool) -> Any:
+    """The whole AlterConfigs (``incremental`` false) or IncrementalAlterConfigs response."""
+    cls = response_type(api_key, api_version)
+    result_cls = nested_type(cls, "AlterConfigsResourceResponse")
+    results = tuple(
+        build(
+            result_cls,
+            error_code=error,
+            error_message=message,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        )
+        for resource, error, message in _alter_request_configs(apis, body, incremental)
+    )
+    return build(cls, throttle_time=ZERO_DELAY, responses=results)
 
 
 def _preprocess(configs: list[tuple[str, int, str | None]]) -> None:
