@@ -12,8 +12,10 @@ import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from kio.schema.errors import ErrorCode
 
-from kafkalog.broker.dynamic_broker_config import DYNAMIC_BROKER_CONFIGS_FILE
+from kafkalog.broker.config import KafkaConfig
+from kafkalog.broker.dynamic_broker_config import DYNAMIC_BROKER_CONFIGS_FILE, load_dynamic_configs
 from kafkalog.broker.embedded import Broker
+from kafkalog.errors import InvalidConfigError
 from tests.broker import _raw
 
 TIMEOUT_S = 15
@@ -241,3 +243,25 @@ def test_through_confluent_kafka_and_kafka_python(data_dir):
         described = admin.describe_configs([topic])[topic].result(TIMEOUT_S)
         assert described["retention.ms"].value == "3600000"
         assert described["retention.ms"].source == ck.admin.ConfigSource.DYNAMIC_BROKER_CONFIG.value
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "Cannot read the dynamic broker configs"),
+        ("[]", "expected"),
+        ('{"cluster_default": []}', "expected"),
+        ('{"brokers": {"1": {"log.retention.ms": 5}}}', "expected"),
+        ('{"cluster_default": {"log.retention.ms": "soon"}}', "Invalid dynamic broker config"),
+    ],
+)
+def test_a_bad_file_is_one_clear_error(tmp_path, content, message):
+    (tmp_path / DYNAMIC_BROKER_CONFIGS_FILE).write_text(content)
+    with pytest.raises(InvalidConfigError, match=message) as failure:
+        load_dynamic_configs(tmp_path, KafkaConfig())
+    assert DYNAMIC_BROKER_CONFIGS_FILE in str(failure.value)
+
+
+def test_no_file_is_the_static_config(tmp_path):
+    static = KafkaConfig.from_props({"log.retention.hours": "5"})
+    assert load_dynamic_configs(tmp_path, static) is static

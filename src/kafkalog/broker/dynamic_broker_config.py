@@ -86,6 +86,12 @@ def _scala_set(names: list[str]) -> str:
     return "Set(" + ", ".join(sorted(names)) + ")"
 
 
+def _is_str_map(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
+
+
 def load_dynamic_configs(data_dir: Path, static: KafkaConfig) -> KafkaConfig:
     """``static`` under the dynamic configs kept in ``data_dir`` (none if the file is absent)."""
     path = Path(data_dir) / DYNAMIC_BROKER_CONFIGS_FILE
@@ -95,10 +101,14 @@ def load_dynamic_configs(data_dir: Path, static: KafkaConfig) -> KafkaConfig:
         return static
     except (OSError, ValueError) as e:
         raise InvalidConfigError(f"Cannot read the dynamic broker configs in {path}: {e}") from e
-    if not isinstance(stored, dict):
-        raise InvalidConfigError(f"Cannot read the dynamic broker configs in {path}: not a JSON object")
-    default = stored.get("cluster_default", {})
-    broker = stored.get("brokers", {}).get(str(static.node_id), {})
+    brokers = stored.get("brokers", {}) if isinstance(stored, dict) else None
+    default = stored.get("cluster_default", {}) if isinstance(stored, dict) else None
+    broker = brokers.get(str(static.node_id), {}) if isinstance(brokers, dict) else None
+    if not (_is_str_map(default) and _is_str_map(broker)):
+        raise InvalidConfigError(
+            f"Cannot read the dynamic broker configs in {path}: expected "
+            '{"cluster_default": {name: value}, "brokers": {node id: {name: value}}} with string values'
+        )
     try:
         return static.with_dynamic(default, broker)
     except KafkaLogError as e:
