@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from kafkalog.broker.alter_config_op import apply_alter_ops
 from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
@@ -86,7 +86,7 @@ def _scala_set(names: list[str]) -> str:
     return "Set(" + ", ".join(sorted(names)) + ")"
 
 
-def _is_str_map(value: object) -> bool:
+def _is_str_map(value: object) -> TypeGuard[dict[str, str]]:
     return isinstance(value, dict) and all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     )
@@ -104,7 +104,7 @@ def load_dynamic_configs(data_dir: Path, static: KafkaConfig) -> KafkaConfig:
     brokers = stored.get("brokers", {}) if isinstance(stored, dict) else None
     default = stored.get("cluster_default", {}) if isinstance(stored, dict) else None
     broker = brokers.get(str(static.node_id), {}) if isinstance(brokers, dict) else None
-    if not (_is_str_map(default) and _is_str_map(broker)):
+    if not _is_str_map(default) or not _is_str_map(broker):
         raise InvalidConfigError(
             f"Cannot read the dynamic broker configs in {path}: expected "
             '{"cluster_default": {name: value}, "brokers": {node id: {name: value}}} with string values'
