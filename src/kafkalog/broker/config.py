@@ -31,6 +31,14 @@ BROKER_DEFAULTS: dict[str, str] = {
     "node.id": "1",
     "listeners": "PLAINTEXT://127.0.0.1:9092",
     "advertised.listeners": "",
+    "listener.security.protocol.map": (
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+    ),
+    # TLS on an SSL listener (broker/ssl_factory.py): Kafka's names and defaults
+    "ssl.keystore.type": "JKS",
+    "ssl.truststore.type": "JKS",
+    "ssl.client.auth": "none",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
     "default.replication.factor": "1",  # one node: accepted, ignored
@@ -86,18 +94,36 @@ def _parse_int(name: str, value: str, lo: int = -(2**63), hi: int = _LONG_MAX) -
     return number
 
 
-def _parse_listener(value: str) -> tuple[str, int]:
-    """host and port of the first PLAINTEXT listener (``PLAINTEXT://host:port``; empty host = all)."""
+def _parse_listener_entry(value: str) -> tuple[str, str, int]:
+    """(name, host, port) of the first listener of ``value`` (``NAME://host:port``; empty host: all
+    addresses). kafkalog listens on one address, the first listener's."""
     for entry in (e.strip() for e in value.split(",") if e.strip()):
-        _, sep, address = entry.partition("://")
+        name, sep, address = entry.partition("://")
         if not sep:
             raise InvalidConfigError(f"Invalid listener {entry!r}: expected NAME://host:port")
         host, colon, port = address.rpartition(":")
         if not colon:
             raise InvalidConfigError(f"Invalid listener {entry!r}: no port")
         host = host.strip("[]")
-        return host, _parse_int("listeners", port, 0, 65535)
+        return name.strip().upper(), host, _parse_int("listeners", port, 0, 65535)
     raise InvalidConfigError(f"No listener in {value!r}")
+
+
+def _parse_listener(value: str) -> tuple[str, int]:
+    _, host, port = _parse_listener_entry(value)
+    return host, port
+
+
+def _security_protocol_map(value: str) -> dict[str, str]:
+    """``listener.security.protocol.map``: listener name -> security protocol."""
+    found: dict[str, str] = {}
+    for entry in (e.strip() for e in value.split(",") if e.strip()):
+        name, colon, protocol = entry.partition(":")
+        if not colon or not name.strip() or not protocol.strip():
+            raise InvalidConfigError(
+                f"Invalid listener.security.protocol.map entry {entry!r}: expected NAME:PROTOCOL")
+        found[name.strip().upper()] = protocol.strip().upper()
+    return found
 
 
 @dataclass(frozen=True)
@@ -118,6 +144,7 @@ class KafkaConfig:
         # Parse everything now: a bad value is a startup error, never a failure later.
         self.log_config  # noqa: B018
         _parse_listener(self.get_str("listeners"))
+        self.listener_security_protocol  # noqa: B018
         if self.get_str("advertised.listeners"):
             _parse_listener(self.get_str("advertised.listeners"))
         for name in (
@@ -197,6 +224,24 @@ class KafkaConfig:
     @cached_property
     def listener(self) -> tuple[str, int]:
         return _parse_listener(self.get_str("listeners"))
+
+    @cached_property
+    def listener_name(self) -> str:
+        return _parse_listener_entry(self.get_str("listeners"))[0]
+
+    @cached_property
+    def listener_security_protocol(self) -> str:
+        """PLAINTEXT or SSL: the security protocol of the listener (by its name, through
+        ``listener.security.protocol.map``); SASL is not served."""
+        name = self.listener_name
+        protocol = _security_protocol_map(self.get_str("listener.security.protocol.map")).get(name)
+        if protocol is None:
+            raise InvalidConfigError(
+                f"Listener {name} has no security protocol in listener.security.protocol.map")
+        if protocol not in ("PLAINTEXT", "SSL"):
+            raise InvalidConfigError(
+                f"Listener {name} uses {protocol}: kafkalog serves PLAINTEXT and SSL listeners only")
+        return protocol
 
     @cached_property
     def advertised_listener(self) -> tuple[str, int] | None:

@@ -27,6 +27,7 @@ from kafkalog.broker.metadata_cache import MetadataCache
 from kafkalog.broker.producer_id_manager import ProducerIdManager
 from kafkalog.broker.replica_manager import ReplicaManager
 from kafkalog.broker.socket_server import SocketServer
+from kafkalog.broker.ssl_factory import server_ssl_context
 from kafkalog.broker.txn.coordinator_of import TRANSACTION_COORDINATOR
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
 from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
@@ -69,6 +70,8 @@ class KafkaServer:
         # The dynamic broker configs kept in the data directory, over the static ones.
         self.config = load_dynamic_configs(self.data_dir, self.config)
         config = self.config
+        # An SSL listener's keystore is read before the logs are: a config error stops nothing.
+        tls = server_ssl_context(config) if config.listener_security_protocol == "SSL" else None
         self.log_manager = await loop.run_in_executor(None, self._open_logs)
         try:
             meta = read_meta_properties(self.data_dir / META_PROPERTIES_FILE)
@@ -104,7 +107,7 @@ class KafkaServer:
                 idle_ms=config.connections_max_idle_ms,
                 max_connections=config.get_int("max.connections"),
             )
-            await socket_server.start(host, port)
+            await socket_server.start(host, port, tls)
             self._socket_server = socket_server
             self.bound_port = socket_server.port
             advertised = config.advertised_listener

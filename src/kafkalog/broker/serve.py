@@ -66,7 +66,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             args.host if args.host is not None else (host if "listeners" in config.originals else "127.0.0.1")
         )
         port = args.port if args.port is not None else port
-        config = config.with_overrides({"listeners": f"PLAINTEXT://{host}:{port}"})
+        # The listener keeps its name (and so its security protocol: SSL stays SSL).
+        config = config.with_overrides({"listeners": f"{config.listener_name}://{host}:{port}"})
     if args.verbose == 0:
         logging.getLogger("kafkalog.broker").setLevel(logging.INFO)
     server = KafkaServer(args.data_dir, config)

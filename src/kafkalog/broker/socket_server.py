@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import logging
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -32,6 +33,7 @@ __all__ = ["SocketServer"]
 log = logging.getLogger(__name__)
 
 WRITE_BUFFER_HIGH = 4 * 1024 * 1024
+HANDSHAKE_TIMEOUT_S = 10.0  # a TLS client that never finishes its handshake is dropped after this
 _ExceptionHandler = Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object]
 
 
@@ -88,11 +90,19 @@ class SocketServer:
         sockname = self._server.sockets[0].getsockname()
         return int(sockname[1])
 
-    async def start(self, host: str, port: int) -> None:
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
+        """Listen on ``host``:``port``; with ``ssl_context``, every connection is TLS (an SSL
+        listener), its handshake bounded by ``HANDSHAKE_TIMEOUT_S``."""
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(_AcceptFailureLog(loop.get_exception_handler()))
         self._server = await asyncio.start_server(
-            self._serve_connection, host or None, port, reuse_address=True, limit=64 * 1024
+            self._serve_connection,
+            host or None,
+            port,
+            reuse_address=True,
+            limit=64 * 1024,
+            ssl=ssl_context,
+            ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if ssl_context is not None else None,
         )
 
     async def stop(self, grace_s: float = 5.0) -> None:
@@ -192,6 +202,8 @@ class SocketServer:
             writer.write(size_prefix(chunks_size(chunks)))
             loop = asyncio.get_running_loop()
             for chunk in chunks:
+                if writer.transport.is_closing():  # the client went away: writing on only logs
+                    raise ConnectionResetError("The client closed the connection during a response")
                 if isinstance(chunk, bytes):
                     writer.write(chunk)
                 elif isinstance(chunk, FileRegion):

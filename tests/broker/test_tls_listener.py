@@ -1,0 +1,279 @@
+"""An SSL listener (Kafka's ``listeners=SSL://…`` with a PEM or PKCS12 keystore): kafka-python,
+confluent-kafka (which checks the host name against the certificate) and aiokafka produce and
+consume over TLS — Fetch responses included, whose file regions cannot go out with ``sendfile``
+there — mutual TLS with ``ssl.client.auth=required``, and one clear error for each config mistake."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ipaddress
+import socket
+import ssl
+import time
+from pathlib import Path
+
+import confluent_kafka as ck
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import pkcs12
+from cryptography.x509.oid import NameOID
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from kafkalog.broker.config import KafkaConfig
+from kafkalog.broker.embedded import Broker
+from kafkalog.broker.ssl_factory import server_ssl_context
+from kafkalog.errors import InvalidConfigError
+
+TIMEOUT_S = 20
+RECORDS = 6000
+API_VERSIONS_V0 = b"\x00\x00\x00\x0e\x00\x12\x00\x00\x00\x00\x00\x01\x00\x04test"  # a framed request
+VALUE = b"v" * 200  # 6000 x 200 B: more than the 512 KiB above which a fetch sends file regions
+
+
+def _pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate."""
+    out = tmp_path_factory.mktemp("pki")
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kafkalog test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    def leaf(name: str, server: bool):
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(ca_name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=2))
+        )
+        if server:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                ),
+                critical=False,
+            )
+        return key, builder.sign(ca_key, hashes.SHA256())
+
+    server_key, server_cert = leaf("kafkalog", True)
+    client_key, client_cert = leaf("client", False)
+    (out / "ca.pem").write_bytes(_pem(ca))
+    (out / "server.pem").write_bytes(_key_pem(server_key) + _pem(server_cert))
+    (out / "server.p12").write_bytes(
+        pkcs12.serialize_key_and_certificates(
+            b"server", server_key, server_cert, None, serialization.BestAvailableEncryption(b"store-secret")
+        )
+    )
+    (out / "client.key").write_bytes(_key_pem(client_key))
+    (out / "client.crt").write_bytes(_pem(client_cert))
+    return out
+
+
+def _tls_configs(pki: Path, **extra: str) -> dict[str, str]:
+    return {
+        "listeners": "SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki / "server.pem"),
+        **extra,
+    }
+
+
+def _kp_produce_consume(bootstrap: str, topic: str, **tls) -> int:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, security_protocol="SSL", **tls)
+    try:
+        for _ in range(RECORDS):
+            producer.send(topic, VALUE, partition=0)
+        producer.flush(TIMEOUT_S)
+    finally:
+        producer.close(TIMEOUT_S)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        security_protocol="SSL",
+        consumer_timeout_ms=5000,
+        auto_offset_reset="earliest",
+        **tls,
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        return sum(1 for record in consumer if record.value == VALUE)
+    finally:
+        consumer.close()
+
+
+def test_kafka_python_confluent_and_aiokafka_over_tls(pki, tmp_path):
+    with Broker(tmp_path / "data", configs=_tls_configs(pki)) as broker:
+        bootstrap = broker.bootstrap_servers
+        assert _kp_produce_consume(bootstrap, "kp", ssl_cafile=str(pki / "ca.pem")) == RECORDS
+
+        # confluent-kafka checks the broker's name against the certificate (https by default).
+        tls = {
+            "bootstrap.servers": bootstrap,
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(pki / "ca.pem"),
+        }
+        producer = ck.Producer(tls)
+        for _ in range(RECORDS):
+            producer.produce("ck", VALUE, partition=0)
+        assert producer.flush(TIMEOUT_S) == 0
+        consumer = ck.Consumer({**tls, "group.id": "ck-tls", "enable.auto.commit": False})
+        consumer.assign([ck.TopicPartition("ck", 0, 0)])
+        got, deadline = 0, time.monotonic() + TIMEOUT_S
+        while got < RECORDS and time.monotonic() < deadline:
+            got += sum(1 for m in consumer.consume(1000, 1.0) if not m.error() and m.value() == VALUE)
+        consumer.close()
+        assert got == RECORDS
+
+        async def aio() -> int:
+            from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+            from aiokafka.helpers import create_ssl_context
+
+            context = create_ssl_context(cafile=str(pki / "ca.pem"))
+            producer = AIOKafkaProducer(
+                bootstrap_servers=bootstrap, security_protocol="SSL", ssl_context=context
+            )
+            await producer.start()
+            try:
+                await asyncio.gather(*[await producer.send("aio", VALUE, partition=0) for _ in range(100)])
+            finally:
+                await producer.stop()
+            consumer = AIOKafkaConsumer(
+                bootstrap_servers=bootstrap,
+                security_protocol="SSL",
+                ssl_context=context,
+                auto_offset_reset="earliest",
+            )
+            await consumer.start()
+            try:
+                consumer.assign([TopicPartition("aio", 0)])
+                batches = await consumer.getmany(timeout_ms=5000, max_records=1000)
+                return sum(len(records) for records in batches.values())
+            finally:
+                await consumer.stop()
+
+        assert asyncio.run(aio()) == 100
+
+
+def test_plaintext_client_on_a_tls_listener_is_dropped_not_hung(pki, tmp_path):
+    with Broker(tmp_path / "data", configs=_tls_configs(pki)) as broker:
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=TIMEOUT_S) as sock:
+            # An ApiVersions request in plaintext, where a TLS ClientHello belongs.
+            sock.sendall(API_VERSIONS_V0)
+            answer = b""
+            while chunk := sock.recv(4096):  # bounded by the socket timeout
+                answer += chunk
+        # At most a TLS alert record (content type 21), then the close: never a Kafka response.
+        assert answer == b"" or answer[0] == 21
+        # The broker still serves TLS clients.
+        assert (
+            _kp_produce_consume(broker.bootstrap_servers, "after", ssl_cafile=str(pki / "ca.pem")) == RECORDS
+        )
+
+
+def test_mutual_tls_and_a_pkcs12_keystore(pki, tmp_path):
+    configs = {
+        "listeners": "CLIENTS://127.0.0.1:0",
+        "listener.security.protocol.map": "CLIENTS:SSL",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(pki / "server.p12"),
+        "ssl.keystore.password": "store-secret",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki / "ca.pem"),
+        "ssl.client.auth": "required",
+    }
+    with Broker(tmp_path / "data", configs=configs) as broker:
+        bootstrap = broker.bootstrap_servers
+        with_cert = {
+            "ssl_cafile": str(pki / "ca.pem"),
+            "ssl_certfile": str(pki / "client.crt"),
+            "ssl_keyfile": str(pki / "client.key"),
+        }
+        assert _kp_produce_consume(bootstrap, "mtls", **with_cert) == RECORDS
+        # Without a client certificate the broker answers nothing: the TLS layer refuses the client
+        # (with TLS 1.3 the alert comes after the client's side of the handshake), as with Kafka.
+        context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=TIMEOUT_S) as raw:
+            try:
+                with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                    tls.sendall(API_VERSIONS_V0)
+                    answer = tls.recv(4096)
+            except (ssl.SSLError, ConnectionError):
+                answer = b""
+        assert answer == b""
+
+
+@pytest.mark.parametrize(
+    "configs, message",
+    [
+        ({"listeners": "SSL://127.0.0.1:0"}, "needs the broker's key and certificates"),
+        (
+            {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "JKS", "ssl.keystore.location": "x.jks"},
+            "use PEM or PKCS12",
+        ),
+        (
+            {
+                "listeners": "SSL://127.0.0.1:0",
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": "/nonexistent",
+            },
+            "Cannot load the SSL keystore",
+        ),
+        ({"listeners": "SASL_SSL://127.0.0.1:0"}, "PLAINTEXT and SSL listeners only"),
+        ({"listeners": "INTERNAL://127.0.0.1:0"}, "no security protocol"),
+        (
+            {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM", "ssl.client.auth": "required"},
+            "needs the broker's key",
+        ),
+        ({"listeners": "SSL://127.0.0.1:0", "ssl.enabled.protocols": "TLSv1"}, "ssl.enabled.protocols"),
+    ],
+)
+def test_config_mistakes_are_one_clear_error(configs, message):
+    with pytest.raises(InvalidConfigError, match=message):
+        server_ssl_context(KafkaConfig.from_props(configs))
+
+
+def test_client_auth_without_a_truststore_is_refused(pki):
+    configs = {**_tls_configs(pki), "ssl.client.auth": "requested"}
+    with pytest.raises(InvalidConfigError, match="needs a truststore"):
+        server_ssl_context(KafkaConfig.from_props(configs))
+
+
+def test_inline_pem_keystore(pki, tmp_path):
+    pem = (pki / "server.pem").read_text()
+    key_end = pem.index("-----END PRIVATE KEY-----") + len("-----END PRIVATE KEY-----")
+    configs = {
+        "listeners": "SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.key": pem[:key_end],
+        "ssl.keystore.certificate.chain": pem[key_end:].strip(),
+    }
+    with Broker(tmp_path / "data", configs=configs) as broker:
+        assert (
+            _kp_produce_consume(broker.bootstrap_servers, "inline", ssl_cafile=str(pki / "ca.pem")) == RECORDS
+        )
