@@ -277,3 +277,66 @@ def test_inline_pem_keystore(pki, tmp_path):
         assert (
             _kp_produce_consume(broker.bootstrap_servers, "inline", ssl_cafile=str(pki / "ca.pem")) == RECORDS
         )
+
+
+def test_a_plaintext_and_an_ssl_listener_on_one_broker(pki, tmp_path):
+    """Two listeners serve one log: records produced on the PLAINTEXT one are consumed on the SSL one
+    (aiokafka's own test_ssl_consume does this), and each listener's Metadata names its own endpoint.
+    The keystore is given for the SSL listener by name (Kafka's ``listener.name.<name>.`` prefix)."""
+    from tests.broker import _raw
+
+    configs = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SSL",
+        "listener.name.secure.ssl.keystore.type": "PEM",
+        "listener.name.secure.ssl.keystore.location": str(pki / "server.pem"),
+    }
+    with Broker(tmp_path / "data", configs=configs) as broker:
+        ports = broker.server.bound_ports
+        assert set(ports) == {"PLAINTEXT", "SECURE"} and broker.port == ports["PLAINTEXT"]
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        for _ in range(RECORDS):
+            producer.send("both", VALUE, partition=0)
+        producer.flush(TIMEOUT_S)
+        producer.close(TIMEOUT_S)
+        secure = f"127.0.0.1:{ports['SECURE']}"
+        consumer = KafkaConsumer(
+            bootstrap_servers=secure,
+            security_protocol="SSL",
+            ssl_cafile=str(pki / "ca.pem"),
+            consumer_timeout_ms=5000,
+            auto_offset_reset="earliest",
+        )
+        try:
+            consumer.assign([TopicPartition("both", 0)])
+            assert sum(1 for record in consumer if record.value == VALUE) == RECORDS
+            # The SSL listener's clients are told about the SSL endpoint.
+            assert {b.port for b in consumer._client.cluster.brokers()} == {ports["SECURE"]}
+        finally:
+            consumer.close()
+        with _raw.connect(broker.bootstrap_servers) as sock:
+            cls, _ = _raw.request_class(3, 12)
+            metadata = _raw.request(
+                sock,
+                cls(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False),
+            )
+            assert [(b.host, b.port) for b in metadata.brokers] == [("127.0.0.1", ports["PLAINTEXT"])]
+
+
+@pytest.mark.parametrize(
+    "listeners, message",
+    [
+        ("PLAINTEXT://127.0.0.1:9092,PLAINTEXT://127.0.0.1:9093", "different name"),
+        ("PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9092", "different port"),
+    ],
+)
+def test_listener_mistakes(listeners, message):
+    with pytest.raises(InvalidConfigError, match=message):
+        KafkaConfig.from_props({"listeners": listeners})
+
+
+def test_advertised_listener_must_name_a_listener():
+    with pytest.raises(InvalidConfigError, match=r"advertised\.listeners names OTHER"):
+        KafkaConfig.from_props(
+            {"listeners": "PLAINTEXT://127.0.0.1:9092", "advertised.listeners": "OTHER://example.com:9092"}
+        )

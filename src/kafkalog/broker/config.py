@@ -20,7 +20,7 @@ from kafkalog.errors import InvalidConfigError
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.java_properties import read_properties_file
 
-__all__ = ["BROKER_DEFAULTS", "KafkaConfig"]
+__all__ = ["BROKER_DEFAULTS", "KafkaConfig", "ListenerSpec"]
 
 log = logging.getLogger(__name__)
 
@@ -94,19 +94,31 @@ def _parse_int(name: str, value: str, lo: int = -(2**63), hi: int = _LONG_MAX) -
     return number
 
 
-def _parse_listener_entry(value: str) -> tuple[str, str, int]:
-    """(name, host, port) of the first listener of ``value`` (``NAME://host:port``; empty host: all
-    addresses). kafkalog listens on one address, the first listener's."""
+def _parse_listener_entries(value: str, what: str = "listeners") -> list[tuple[str, str, int]]:
+    """(name, host, port) of every listener of ``value`` (``NAME://host:port``, comma separated;
+    empty host: all addresses), names unique."""
+    found: list[tuple[str, str, int]] = []
     for entry in (e.strip() for e in value.split(",") if e.strip()):
         name, sep, address = entry.partition("://")
         if not sep:
-            raise InvalidConfigError(f"Invalid listener {entry!r}: expected NAME://host:port")
+            raise InvalidConfigError(f"Invalid listener {entry!r} in {what}: expected NAME://host:port")
         host, colon, port = address.rpartition(":")
         if not colon:
-            raise InvalidConfigError(f"Invalid listener {entry!r}: no port")
-        host = host.strip("[]")
-        return name.strip().upper(), host, _parse_int("listeners", port, 0, 65535)
-    raise InvalidConfigError(f"No listener in {value!r}")
+            raise InvalidConfigError(f"Invalid listener {entry!r} in {what}: no port")
+        name = name.strip().upper()
+        if any(name == seen for seen, _, _ in found):
+            raise InvalidConfigError(
+                f"Each listener must have a different name, but {what} names {name} twice")
+        found.append((name, host.strip("[]"), _parse_int(what, port, 0, 65535)))
+    return found
+
+
+def _parse_listener_entry(value: str) -> tuple[str, str, int]:
+    """The first listener of ``value``."""
+    entries = _parse_listener_entries(value)
+    if not entries:
+        raise InvalidConfigError(f"No listener in {value!r}")
+    return entries[0]
 
 
 def _parse_listener(value: str) -> tuple[str, int]:
@@ -124,6 +136,19 @@ def _security_protocol_map(value: str) -> dict[str, str]:
                 f"Invalid listener.security.protocol.map entry {entry!r}: expected NAME:PROTOCOL")
         found[name.strip().upper()] = protocol.strip().upper()
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSpec:
+    """One listener: its name, address, security protocol, and the address advertised to clients
+    (empty host / port 0: the listener's own)."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str
+    advertised_host: str = ""
+    advertised_port: int = 0
 
 
 @dataclass(frozen=True)
@@ -144,7 +169,7 @@ class KafkaConfig:
         # Parse everything now: a bad value is a startup error, never a failure later.
         self.log_config  # noqa: B018
         _parse_listener(self.get_str("listeners"))
-        self.listener_security_protocol  # noqa: B018
+        self.listeners  # noqa: B018
         if self.get_str("advertised.listeners"):
             _parse_listener(self.get_str("advertised.listeners"))
         for name in (
@@ -231,17 +256,38 @@ class KafkaConfig:
 
     @cached_property
     def listener_security_protocol(self) -> str:
-        """PLAINTEXT or SSL: the security protocol of the listener (by its name, through
-        ``listener.security.protocol.map``); SASL is not served."""
-        name = self.listener_name
-        protocol = _security_protocol_map(self.get_str("listener.security.protocol.map")).get(name)
-        if protocol is None:
+        """PLAINTEXT or SSL: the security protocol of the first listener."""
+        return self.listeners[0].security_protocol
+
+    @cached_property
+    def listeners(self) -> tuple[ListenerSpec, ...]:
+        """Every listener (``listeners``), each with its security protocol (by its name, through
+        ``listener.security.protocol.map``; SASL is not served) and where clients are told to
+        connect (``advertised.listeners`` by name, else the listener's own host and port)."""
+        protocols = _security_protocol_map(self.get_str("listener.security.protocol.map"))
+        advertised_value = self.get_str("advertised.listeners")
+        advertised = {name: (host, port) for name, host, port in _parse_listener_entries(
+            advertised_value, "advertised.listeners")} if advertised_value else {}
+        specs = []
+        for name, host, port in _parse_listener_entries(self.get_str("listeners")):
+            protocol = protocols.get(name)
+            if protocol is None:
+                raise InvalidConfigError(
+                    f"Listener {name} has no security protocol in listener.security.protocol.map")
+            if protocol not in ("PLAINTEXT", "SSL"):
+                raise InvalidConfigError(
+                    f"Listener {name} uses {protocol}: kafkalog serves PLAINTEXT and SSL listeners only")
+            specs.append(ListenerSpec(name, host, port, protocol, *advertised.get(name, ("", 0))))
+        unknown = set(advertised) - {spec.name for spec in specs}
+        if unknown:
             raise InvalidConfigError(
-                f"Listener {name} has no security protocol in listener.security.protocol.map")
-        if protocol not in ("PLAINTEXT", "SSL"):
-            raise InvalidConfigError(
-                f"Listener {name} uses {protocol}: kafkalog serves PLAINTEXT and SSL listeners only")
-        return protocol
+                f"advertised.listeners names {', '.join(sorted(unknown))}, which listeners does not")
+        ports = [spec.port for spec in specs if spec.port]
+        if len(set(ports)) != len(ports):
+            raise InvalidConfigError("Each listener must listen on a different port")
+        if not specs:
+            raise InvalidConfigError("No listener in listeners")
+        return tuple(specs)
 
     @cached_property
     def advertised_listener(self) -> tuple[str, int] | None:

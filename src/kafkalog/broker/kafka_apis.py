@@ -50,6 +50,8 @@ class KafkaApis:
     cluster_id: str
     endpoint: BrokerEndpoint
     components: dict[str, Any] = field(default_factory=dict)
+    # Where clients of each listener are told to connect (the first listener's is ``endpoint``).
+    endpoints: dict[str, BrokerEndpoint] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         load_handlers()
@@ -61,6 +63,11 @@ class KafkaApis:
     def node_id(self) -> int:
         return self.endpoint.node_id
 
+    def endpoint_for(self, request: RequestContext) -> BrokerEndpoint:
+        """This node as the clients of the request's listener reach it (Kafka answers Metadata,
+        FindCoordinator and DescribeCluster with the endpoint of the listener asked on)."""
+        return self.endpoints.get(request.listener_name, self.endpoint)
+
     def supported_versions(self) -> list[tuple[int, int, int]]:
         """(api_key, min, max) of every served API, as ApiVersions advertises them."""
         return [
@@ -69,7 +76,7 @@ class KafkaApis:
         ]
 
     async def handle(
-        self, frame: memoryview, client: tuple[str, int], connection_id: str
+        self, frame: memoryview, client: tuple[str, int], connection_id: str, listener_name: str = ""
     ) -> list[Chunk] | None:
         """The response to one request frame as chunks (header first, no size prefix), or None when
         the request wants no response. Raises InvalidRequestError / UnsupportedVersionError when the
@@ -96,7 +103,7 @@ class KafkaApis:
             if handler.decode is not None
             else decode_request(api_key, api_version, frame, offset)
         )
-        context = RequestContext(header, client[0], client[1], connection_id)
+        context = RequestContext(header, client[0], client[1], connection_id, listener_name)
         response = await handler.handle(self, context, body)
         if response is None:
             return None

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from kafkalog.broker.config import KafkaConfig
+from kafkalog.broker.config import KafkaConfig, ListenerSpec
 from kafkalog.broker.dynamic_broker_config import load_dynamic_configs
 from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR
 from kafkalog.broker.group.manager_of import GROUP_METADATA_MANAGER
@@ -41,37 +41,46 @@ log = logging.getLogger(__name__)
 _LONG_MAX = 2**63 - 1
 
 
+def _advertised_host(spec: ListenerSpec) -> str:
+    """Where clients of a listener are told to connect: its advertised host, else its own (loopback
+    for a wildcard address)."""
+    if spec.advertised_host:
+        return spec.advertised_host
+    return spec.host if spec.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+
+
 class KafkaServer:
     def __init__(self, data_dir: Path | str, config: KafkaConfig | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.config = config if config is not None else KafkaConfig()
         self.log_manager: LogManager | None = None
         self.apis: KafkaApis | None = None
-        self._socket_server: SocketServer | None = None
+        self._socket_servers: list[SocketServer] = []
+        self.bound_ports: dict[str, int] = {}  # by listener name
         self._tasks: list[asyncio.Task[None]] = []
         self.bound_port: int | None = None
         self._last_flush: dict[Path, float] = {}
 
     @property
     def bootstrap_servers(self) -> str:
-        host = self.advertised_host
-        return f"{host}:{self.bound_port}"
+        """host:port to bootstrap from: the first listener's advertised host and bound port."""
+        return f"{self.advertised_host}:{self.bound_port}"
 
     @property
     def advertised_host(self) -> str:
-        advertised = self.config.advertised_listener
-        if advertised is not None and advertised[0]:
-            return advertised[0]
-        host = self.config.listener[0]
-        return host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        return _advertised_host(self.config.listeners[0])
 
     async def startup(self) -> None:
         loop = asyncio.get_running_loop()
         # The dynamic broker configs kept in the data directory, over the static ones.
         self.config = load_dynamic_configs(self.data_dir, self.config)
         config = self.config
-        # An SSL listener's keystore is read before the logs are: a config error stops nothing.
-        tls = server_ssl_context(config) if config.listener_security_protocol == "SSL" else None
+        # SSL listeners' keystores are read before the logs are: a config error stops nothing.
+        tls = {
+            spec.name: server_ssl_context(config, spec.name)
+            for spec in config.listeners
+            if spec.security_protocol == "SSL"
+        }
         self.log_manager = await loop.run_in_executor(None, self._open_logs)
         try:
             meta = read_meta_properties(self.data_dir / META_PROPERTIES_FILE)
@@ -83,8 +92,7 @@ class KafkaServer:
             if meta.cluster_id is None:
                 raise KafkaStorageError(f"No cluster.id in {self.data_dir / META_PROPERTIES_FILE}")
             replica_manager = ReplicaManager(self.log_manager)
-            host, port = config.listener
-            socket_server = None
+            first = config.listeners[0]
             self.apis = KafkaApis(
                 config,
                 self.log_manager,
@@ -92,7 +100,7 @@ class KafkaServer:
                 ProducerIdManager(self.data_dir),
                 MetadataCache(self.log_manager),
                 meta.cluster_id,
-                BrokerEndpoint(config.node_id, "", port),
+                BrokerEndpoint(config.node_id, "", first.port),
             )
             coordinator = self.apis.components.get(GROUP_COORDINATOR)
             if coordinator is not None:
@@ -101,27 +109,40 @@ class KafkaServer:
             if txn_coordinator is not None:
                 # after the groups: completing a transaction can apply offsets it committed
                 txn_coordinator.startup()
-            socket_server = SocketServer(
-                self.apis,
-                max_request_bytes=config.socket_request_max_bytes,
-                idle_ms=config.connections_max_idle_ms,
-                max_connections=config.get_int("max.connections"),
-            )
-            await socket_server.start(host, port, tls)
-            self._socket_server = socket_server
-            self.bound_port = socket_server.port
-            advertised = config.advertised_listener
-            adv_port = advertised[1] if advertised is not None and advertised[1] else self.bound_port
-            self.apis.endpoint = BrokerEndpoint(config.node_id, self.advertised_host, adv_port)
+            for spec in config.listeners:
+                socket_server = SocketServer(
+                    self.apis,
+                    max_request_bytes=config.socket_request_max_bytes,
+                    idle_ms=config.connections_max_idle_ms,
+                    max_connections=config.get_int("max.connections"),
+                    listener_name=spec.name,
+                )
+                await socket_server.start(spec.host, spec.port, tls.get(spec.name))
+                self._socket_servers.append(socket_server)
+                self.bound_ports[spec.name] = socket_server.port
+                self.apis.endpoints[spec.name] = BrokerEndpoint(
+                    config.node_id, _advertised_host(spec), spec.advertised_port or socket_server.port
+                )
+            self.bound_port = self.bound_ports[first.name]
+            self.apis.endpoint = self.apis.endpoints[first.name]
         except BaseException:
+            for started in self._socket_servers:
+                await started.stop()
+            self._socket_servers.clear()
             await loop.run_in_executor(None, self.log_manager.close)
             raise
         self._start_background_tasks()
+        listening = ", ".join(
+            f"{spec.name} {_advertised_host(spec)}:{self.bound_ports[spec.name]}"
+            if len(config.listeners) > 1 or spec.security_protocol != "PLAINTEXT"
+            else f"{_advertised_host(spec)}:{self.bound_ports[spec.name]}"
+            for spec in config.listeners
+        )
         log.info(
             "Kafka-wire broker node %d serving %s on %s (cluster %s)",
             config.node_id,
             self.data_dir,
-            self.bootstrap_servers,
+            listening,
             meta.cluster_id,
         )
 
@@ -231,9 +252,9 @@ class KafkaServer:
             coordinator = self.apis.components.get(GROUP_COORDINATOR)
             if coordinator is not None:
                 coordinator.shutdown()
-        if self._socket_server is not None:
-            await self._socket_server.stop()
-            self._socket_server = None
+        for socket_server in self._socket_servers:
+            await socket_server.stop()
+        self._socket_servers.clear()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -28,6 +28,7 @@ class RequestContext:
     client_host: str
     client_port: int
     connection_id: str
+    listener_name: str = ""  # the listener the connection came in on (its advertised endpoint)
 
     @property
     def api_version(self) -> int:

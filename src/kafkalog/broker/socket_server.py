@@ -72,8 +72,15 @@ class _AcceptFailureLog:
 
 class SocketServer:
     def __init__(
-        self, apis: KafkaApis, *, max_request_bytes: int, idle_ms: int, max_connections: int
+        self,
+        apis: KafkaApis,
+        *,
+        max_request_bytes: int,
+        idle_ms: int,
+        max_connections: int,
+        listener_name: str = "",
     ) -> None:
+        self._listener_name = listener_name
         self._apis = apis
         self._max_request_bytes = max_request_bytes
         self._idle_s = idle_ms / 1000 if idle_ms >= 0 else None
@@ -190,7 +197,9 @@ class SocketServer:
                 ) from None
             self._busy.add(task)
             try:
-                chunks = await self._apis.handle(memoryview(frame), client, connection_id)
+                chunks = await self._apis.handle(
+                    memoryview(frame), client, connection_id, self._listener_name
+                )
                 if chunks is not None:
                     await self._send(writer, chunks)
             finally:

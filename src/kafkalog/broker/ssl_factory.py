@@ -12,7 +12,8 @@ Java's JKS is not readable here: convert it (``keytool -importkeystore -deststor
 Truststore (the CAs client certificates must chain to, for ``ssl.client.auth`` ``requested`` or
 ``required``): ``ssl.truststore.location`` / ``ssl.truststore.certificates`` in PEM, or a PKCS12
 file. ``ssl.enabled.protocols`` bounds the TLS versions (TLSv1.2 and TLSv1.3 by default);
-``ssl.cipher.suites``, when set, is handed to OpenSSL as a cipher list.
+``ssl.cipher.suites``, when set, is handed to OpenSSL as a cipher list. Each of these may be given
+for one listener, prefixed ``listener.name.<name>.``.
 """
 
 from __future__ import annotations
@@ -141,9 +142,15 @@ def _load_truststore(context: ssl.SSLContext, config: KafkaConfig) -> bool:
     return True
 
 
-def server_ssl_context(config: KafkaConfig) -> ssl.SSLContext:
-    """The TLS context of the broker's SSL listener; InvalidConfigError says what is missing or
-    unreadable."""
+def server_ssl_context(config: KafkaConfig, listener_name: str | None = None) -> ssl.SSLContext:
+    """The TLS context of an SSL listener; InvalidConfigError says what is missing or unreadable.
+    A config given for the listener by name (``listener.name.<name>.ssl.keystore.location``) wins
+    over the plain one, as in Kafka."""
+    if listener_name is not None:
+        prefix = f"listener.name.{listener_name.lower()}."
+        scoped = {k[len(prefix):]: v for k, v in config.values.items() if k.startswith(prefix)}
+        if scoped:
+            config = config.with_overrides(scoped)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     versions = [v.strip() for v in config.get_str("ssl.enabled.protocols").split(",") if v.strip()]
     unknown = [v for v in versions if v not in _VERSIONS]

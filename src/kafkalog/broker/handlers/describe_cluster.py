@@ -34,7 +34,7 @@ async def handle_describe_cluster_request(apis: Any, request: RequestContext, bo
             brokers=(),
             cluster_authorized_operations=NOT_REQUESTED,
         )
-    e = apis.endpoint
+    e = apis.endpoint_for(request)
     brokers = (
         build(broker_cls, broker_id=e.node_id, host=e.host, port=e.port, rack=e.rack, is_fenced=False),
     )

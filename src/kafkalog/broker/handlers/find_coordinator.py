@@ -19,17 +19,17 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
 
-def _lookup(apis: Any, key_type: int) -> tuple[ErrorCode, str | None, int, str, int]:
+def _lookup(apis: Any, request: RequestContext, key_type: int) -> tuple[ErrorCode, str | None, int, str, int]:
     """(error, message, node id, host, port) for one key."""
     if key_type == GROUP_KEY_TYPE:
-        endpoint = apis.endpoint
+        endpoint = apis.endpoint_for(request)
         return ErrorCode.none, None, endpoint.node_id, endpoint.host, endpoint.port
     if key_type == TRANSACTION_KEY_TYPE:
         try:
             transaction_coordinator(apis).state_manager.ensure_topic()
         except KafkaLogError as e:
             return ErrorCode.coordinator_not_available, str(e), -1, "", -1
-        endpoint = apis.endpoint
+        endpoint = apis.endpoint_for(request)
         return ErrorCode.none, None, endpoint.node_id, endpoint.host, endpoint.port
     return ErrorCode.invalid_request, f"Invalid coordinator type {key_type}", -1, "", -1
 
@@ -38,7 +38,7 @@ def _lookup(apis: Any, key_type: int) -> tuple[ErrorCode, str | None, int, str, 
 async def handle_find_coordinator_request(apis: Any, request: RequestContext, body: Any) -> Any:
     cls = response_type(ApiKey.FIND_COORDINATOR, request.api_version)
     key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
-    error, message, node_id, host, port = _lookup(apis, key_type)
+    error, message, node_id, host, port = _lookup(apis, request, key_type)
     if request.api_version >= 4:
         coordinator_cls = nested_type(cls, "Coordinator")
         coordinators = tuple(

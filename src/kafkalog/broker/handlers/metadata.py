@@ -160,7 +160,7 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
                 topic_authorized_operations=topic_operations,
             )
         )
-    endpoint = apis.endpoint
+    endpoint = apis.endpoint_for(request)
     brokers = (build(broker_cls, node_id=node, host=endpoint.host, port=endpoint.port, rack=endpoint.rack),)
     return build(
         cls,
