@@ -340,3 +340,52 @@ def test_advertised_listener_must_name_a_listener():
         KafkaConfig.from_props(
             {"listeners": "PLAINTEXT://127.0.0.1:9092", "advertised.listeners": "OTHER://example.com:9092"}
         )
+
+
+def test_serve_port_moves_the_first_listener_and_keeps_the_ssl_one(pki, tmp_path):
+    import re
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kafkalog.cli",
+            "serve",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--port",
+            "0",
+            "--config",
+            "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:0",
+            "--config",
+            "ssl.keystore.type=PEM",
+            "--config",
+            f"ssl.keystore.location={pki / 'server.pem'}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline, line = time.monotonic() + 60, ""
+        while time.monotonic() < deadline and "Kafka-wire broker" not in line and proc.poll() is None:
+            line = proc.stderr.readline()
+        # Keep reading the broker's output, so that its logging never waits on a full pipe.
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        threading.Thread(target=proc.stdout.read, daemon=True).start()
+        found = dict(re.findall(r"(PLAINTEXT|SSL) 127\.0\.0\.1:(\d+)", line))
+        assert set(found) == {"PLAINTEXT", "SSL"} and found["PLAINTEXT"] != "9092", line
+        bootstrap = f"127.0.0.1:{found['SSL']}"
+        assert _kp_produce_consume(bootstrap, "cli", ssl_cafile=str(pki / "ca.pem")) == RECORDS
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            assert proc.wait(30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)

@@ -66,8 +66,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             args.host if args.host is not None else (host if "listeners" in config.originals else "127.0.0.1")
         )
         port = args.port if args.port is not None else port
-        # The listener keeps its name (and so its security protocol: SSL stays SSL).
-        config = config.with_overrides({"listeners": f"{config.listener_name}://{host}:{port}"})
+        # --host/--port move the first listener; it keeps its name (so SSL stays SSL), and the
+        # other listeners stay where they are.
+        listeners = [f"{config.listener_name}://{host}:{port}"]
+        listeners += [
+            f"{spec.name}://{f'[{spec.host}]' if ':' in spec.host else spec.host}:{spec.port}"
+            for spec in config.listeners[1:]
+        ]
+        config = config.with_overrides({"listeners": ",".join(listeners)})
     if args.verbose == 0:
         logging.getLogger("kafkalog.broker").setLevel(logging.INFO)
     server = KafkaServer(args.data_dir, config)
