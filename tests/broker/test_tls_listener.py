@@ -244,7 +244,10 @@ def test_mutual_tls_and_a_pkcs12_keystore(pki, tmp_path):
             },
             "Cannot load the SSL keystore",
         ),
-        ({"listeners": "SASL_SSL://127.0.0.1:0"}, "PLAINTEXT and SSL listeners only"),
+        (
+            {"listeners": "X://127.0.0.1:0", "listener.security.protocol.map": "X:KERBEROS"},
+            "unknown security protocol KERBEROS",
+        ),
         ({"listeners": "INTERNAL://127.0.0.1:0"}, "no security protocol"),
         (
             {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM", "ssl.client.auth": "required"},
@@ -389,3 +392,37 @@ def test_serve_port_moves_the_first_listener_and_keeps_the_ssl_one(pki, tmp_path
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
+
+
+def test_sasl_ssl_listener(pki, tmp_path):
+    """SASL/PLAIN inside TLS (SASL_SSL), with kafka-python."""
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+    configs = {
+        "listeners": "SASL_SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki / "server.pem"),
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
+    }
+    with Broker(tmp_path / "data", configs=configs) as broker:
+        bootstrap = broker.bootstrap_servers
+        auth = {
+            "security_protocol": "SASL_SSL",
+            "ssl_cafile": str(pki / "ca.pem"),
+            "sasl_mechanism": "PLAIN",
+            "sasl_plain_username": "alice",
+            "sasl_plain_password": "alice-secret",
+        }
+        producer = KafkaProducer(bootstrap_servers=bootstrap, **auth)
+        for _ in range(RECORDS):
+            producer.send("sasl-ssl", VALUE, partition=0)
+        producer.flush(TIMEOUT_S)
+        producer.close(TIMEOUT_S)
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap, consumer_timeout_ms=5000, auto_offset_reset="earliest", **auth
+        )
+        try:
+            consumer.assign([TopicPartition("sasl-ssl", 0)])
+            assert sum(1 for record in consumer if record.value == VALUE) == RECORDS
+        finally:
+            consumer.close()

@@ -108,7 +108,8 @@ def _parse_listener_entries(value: str, what: str = "listeners") -> list[tuple[s
         name = name.strip().upper()
         if any(name == seen for seen, _, _ in found):
             raise InvalidConfigError(
-                f"Each listener must have a different name, but {what} names {name} twice")
+                f"Each listener must have a different name, but {what} names {name} twice"
+            )
         found.append((name, host.strip("[]"), _parse_int(what, port, 0, 65535)))
     return found
 
@@ -133,7 +134,8 @@ def _security_protocol_map(value: str) -> dict[str, str]:
         name, colon, protocol = entry.partition(":")
         if not colon or not name.strip() or not protocol.strip():
             raise InvalidConfigError(
-                f"Invalid listener.security.protocol.map entry {entry!r}: expected NAME:PROTOCOL")
+                f"Invalid listener.security.protocol.map entry {entry!r}: expected NAME:PROTOCOL"
+            )
         found[name.strip().upper()] = protocol.strip().upper()
     return found
 
@@ -186,13 +188,17 @@ class KafkaConfig:
         self.get_bool("auto.create.topics.enable")
         self.get_bool("transaction.partition.verification.enable")
         for name in (
-            "num.partitions", "transaction.state.log.num.partitions", "max.request.partition.size.limit",
-            "transaction.max.timeout.ms", "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            "num.partitions",
+            "transaction.state.log.num.partitions",
+            "max.request.partition.size.limit",
+            "transaction.max.timeout.ms",
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
             "transaction.remove.expired.transaction.cleanup.interval.ms",
         ):
             if (count := self.get_int(name)) < 1:
                 raise InvalidConfigError(
-                    f"Invalid value {count} for configuration {name}: Value must be at least 1")
+                    f"Invalid value {count} for configuration {name}: Value must be at least 1"
+                )
         if self.socket_request_max_bytes < 1:
             raise InvalidConfigError("socket.request.max.bytes must be at least 1")
 
@@ -256,32 +262,40 @@ class KafkaConfig:
 
     @cached_property
     def listener_security_protocol(self) -> str:
-        """PLAINTEXT or SSL: the security protocol of the first listener."""
+        """The security protocol of the first listener."""
         return self.listeners[0].security_protocol
 
     @cached_property
     def listeners(self) -> tuple[ListenerSpec, ...]:
         """Every listener (``listeners``), each with its security protocol (by its name, through
-        ``listener.security.protocol.map``; SASL is not served) and where clients are told to
-        connect (``advertised.listeners`` by name, else the listener's own host and port)."""
+        ``listener.security.protocol.map``: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) and where
+        clients are told to connect (``advertised.listeners`` by name, else the listener's own
+        host and port)."""
         protocols = _security_protocol_map(self.get_str("listener.security.protocol.map"))
         advertised_value = self.get_str("advertised.listeners")
-        advertised = {name: (host, port) for name, host, port in _parse_listener_entries(
-            advertised_value, "advertised.listeners")} if advertised_value else {}
+        advertised = (
+            {
+                name: (host, port)
+                for name, host, port in _parse_listener_entries(advertised_value, "advertised.listeners")
+            }
+            if advertised_value
+            else {}
+        )
         specs = []
         for name, host, port in _parse_listener_entries(self.get_str("listeners")):
             protocol = protocols.get(name)
             if protocol is None:
                 raise InvalidConfigError(
-                    f"Listener {name} has no security protocol in listener.security.protocol.map")
-            if protocol not in ("PLAINTEXT", "SSL"):
-                raise InvalidConfigError(
-                    f"Listener {name} uses {protocol}: kafkalog serves PLAINTEXT and SSL listeners only")
+                    f"Listener {name} has no security protocol in listener.security.protocol.map"
+                )
+            if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+                raise InvalidConfigError(f"Listener {name} has the unknown security protocol {protocol}")
             specs.append(ListenerSpec(name, host, port, protocol, *advertised.get(name, ("", 0))))
         unknown = set(advertised) - {spec.name for spec in specs}
         if unknown:
             raise InvalidConfigError(
-                f"advertised.listeners names {', '.join(sorted(unknown))}, which listeners does not")
+                f"advertised.listeners names {', '.join(sorted(unknown))}, which listeners does not"
+            )
         ports = [spec.port for spec in specs if spec.port]
         if len(set(ports)) != len(ports):
             raise InvalidConfigError("Each listener must listen on a different port")

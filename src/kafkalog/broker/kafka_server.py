@@ -26,6 +26,7 @@ from kafkalog.broker.kafka_apis import BrokerEndpoint, KafkaApis
 from kafkalog.broker.metadata_cache import MetadataCache
 from kafkalog.broker.producer_id_manager import ProducerIdManager
 from kafkalog.broker.replica_manager import ReplicaManager
+from kafkalog.broker.sasl_authenticator import SaslServerAuthenticator, plain_users
 from kafkalog.broker.socket_server import SocketServer
 from kafkalog.broker.ssl_factory import server_ssl_context
 from kafkalog.broker.txn.coordinator_of import TRANSACTION_COORDINATOR
@@ -47,6 +48,10 @@ def _advertised_host(spec: ListenerSpec) -> str:
     if spec.advertised_host:
         return spec.advertised_host
     return spec.host if spec.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+
+
+def _authenticator(apis: KafkaApis, users: dict[str, str]) -> Callable[[], SaslServerAuthenticator]:
+    return lambda: SaslServerAuthenticator(apis, users)
 
 
 class KafkaServer:
@@ -79,7 +84,12 @@ class KafkaServer:
         tls = {
             spec.name: server_ssl_context(config, spec.name)
             for spec in config.listeners
-            if spec.security_protocol == "SSL"
+            if spec.security_protocol in ("SSL", "SASL_SSL")
+        }
+        sasl_users = {
+            spec.name: plain_users(config, spec.name)
+            for spec in config.listeners
+            if spec.security_protocol.startswith("SASL_")
         }
         self.log_manager = await loop.run_in_executor(None, self._open_logs)
         try:
@@ -116,6 +126,9 @@ class KafkaServer:
                     idle_ms=config.connections_max_idle_ms,
                     max_connections=config.get_int("max.connections"),
                     listener_name=spec.name,
+                    authenticator=_authenticator(self.apis, sasl_users[spec.name])
+                    if spec.name in sasl_users
+                    else None,
                 )
                 await socket_server.start(spec.host, spec.port, tls.get(spec.name))
                 self._socket_servers.append(socket_server)

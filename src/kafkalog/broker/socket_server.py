@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from kafkalog.broker.file_region import FileRegion
+from kafkalog.broker.sasl_authenticator import MAX_RECEIVE_SIZE, SaslServerAuthenticator
 from kafkalog.errors import InvalidRequestError
 from kafkalog.protocol.fetch_response import Chunk, chunks_size
 from kafkalog.protocol.framing import SIZE_PREFIX, check_frame_size, size_prefix
@@ -79,8 +80,10 @@ class SocketServer:
         idle_ms: int,
         max_connections: int,
         listener_name: str = "",
+        authenticator: Callable[[], SaslServerAuthenticator] | None = None,
     ) -> None:
         self._listener_name = listener_name
+        self._authenticator = authenticator  # a SASL listener: one per connection
         self._apis = apis
         self._max_request_bytes = max_request_bytes
         self._idle_s = idle_ms / 1000 if idle_ms >= 0 else None
@@ -170,6 +173,7 @@ class SocketServer:
         task: asyncio.Task[None],
     ) -> None:
         idle = self._idle_s
+        auth = self._authenticator() if self._authenticator is not None else None
         while not self._stopping:
             try:
                 async with asyncio.timeout(idle):  # no task per read, unlike wait_for
@@ -185,7 +189,12 @@ class SocketServer:
                 if e.partial:
                     raise InvalidRequestError(f"Truncated size prefix ({len(e.partial)} bytes)") from None
                 return  # clean close between requests
-            size = check_frame_size(prefix, self._max_request_bytes)
+            authenticating = auth is not None and not auth.complete
+            # Before authentication a request is bounded by sasl.server.max.receive.size, as in Kafka.
+            limit = self._max_request_bytes
+            if authenticating:
+                limit = min(limit, MAX_RECEIVE_SIZE)
+            size = check_frame_size(prefix, limit)
             try:
                 async with asyncio.timeout(idle):
                     frame = await reader.readexactly(size)
@@ -197,13 +206,19 @@ class SocketServer:
                 ) from None
             self._busy.add(task)
             try:
-                chunks = await self._apis.handle(
-                    memoryview(frame), client, connection_id, self._listener_name
-                )
+                if auth is not None and authenticating:
+                    chunks = await auth.handle(memoryview(frame), client, connection_id, self._listener_name)
+                else:
+                    chunks = await self._apis.handle(
+                        memoryview(frame), client, connection_id, self._listener_name
+                    )
                 if chunks is not None:
                     await self._send(writer, chunks)
             finally:
                 self._busy.discard(task)
+            if auth is not None and auth.close_after_response:
+                log.info("Closing connection %s: SASL authentication failed", connection_id)
+                return
 
     async def _send(self, writer: asyncio.StreamWriter, chunks: list[Chunk]) -> None:
         regions: list[FileRegion] = []
