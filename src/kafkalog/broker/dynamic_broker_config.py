@@ -9,8 +9,8 @@ config (``server.properties``), then the default. Topic-config defaults (the ``l
 (``LogManager.reconfigure_default_config``); the other names Kafka lets you change at runtime
 (thread counts, connection limits, cleaner settings, producer-state expiry) are kept and described
 and take effect where kafkalog reads them (``apis.config``), the rest at the next start; per-broker
-TLS/SASL configs are kept as Kafka keeps them (the TLS ones take effect when the SSL listener next
-starts; SASL is not served). A name
+TLS/SASL configs are kept as Kafka keeps them (they take effect when the listeners next start). A
+name
 Kafka only reads at startup is refused ("Cannot update these configs dynamically"), and so are the
 listeners, which kafkalog does not rebind at runtime.
 """
@@ -68,8 +68,8 @@ _OTHER_CONFIGS = frozenset(
 )
 DYNAMIC_CONFIGS = _LOG_CONFIGS | _CLEANER_CONFIGS | frozenset(_THREAD_POOLS) | _OTHER_CONFIGS
 _LISTENER_CONFIGS = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
-# Kafka's per-listener TLS/SASL configs: accepted per broker and kept (TLS ones are read when the SSL
-# listener next starts; SASL ones, as in server.properties, are not used).
+# Kafka's per-listener TLS/SASL configs: accepted per broker and kept (read when the listeners next
+# start).
 _SECURITY_PREFIXES = ("ssl.", "sasl.", "principal.builder.class")
 _STORE_PREFIXES = ("ssl.keystore.", "ssl.truststore.", "ssl.key.password")
 
