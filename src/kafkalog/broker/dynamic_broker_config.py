@@ -10,9 +10,8 @@ config (``server.properties``), then the default. Topic-config defaults (the ``l
 (thread counts, connection limits, cleaner settings, producer-state expiry) are kept and described
 and take effect where kafkalog reads them (``apis.config``), the rest at the next start; per-broker
 TLS/SASL configs are kept as Kafka keeps them (they take effect when the listeners next start). A
-name
-Kafka only reads at startup is refused ("Cannot update these configs dynamically"), and so are the
-listeners, which kafkalog does not rebind at runtime.
+name Kafka only reads at startup is refused ("Cannot update these configs dynamically"), and so are
+the listeners, which kafkalog does not rebind at runtime.
 """
 
 from __future__ import annotations
