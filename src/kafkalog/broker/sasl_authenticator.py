@@ -99,7 +99,7 @@ class SaslServerAuthenticator:
             return await self._apis.handle(frame, client, connection_id, listener_name)
         spec = API_KEYS.get(api_key)
         name = spec.name if spec is not None else f"key {api_key}"
-        if api_key == ApiKey.SASL_HANDSHAKE and self._mechanism is None and api_version >= 1:
+        if api_key == ApiKey.SASL_HANDSHAKE and self._mechanism is None and api_version == 1:
             _, offset = parse_request_header(frame)
             body = decode_request(api_key, api_version, frame, offset)
             cls = response_type(api_key, api_version)
