@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kafkalog.errors import InvalidConfigError, InvalidRequestError
+from kafkalog.storage.config import LogConfig, config_type
 
-__all__ = ["AlterOp", "apply_alter_ops"]
+__all__ = ["AlterOp", "altered_values", "apply_alter_ops", "topic_list_default"]
 
 
 class AlterOp:
@@ -56,3 +57,24 @@ def apply_alter_ops(
         else:
             raise InvalidRequestError(f"Unknown operations type {op}")
     return result
+
+
+def altered_values(
+    current: dict[str, str],
+    configs: list[tuple[str, int, str | None]],
+    incremental: bool,
+    list_default: Callable[[str], str | None],
+) -> dict[str, str]:
+    """A resource's new set of values: IncrementalAlterConfigs' operations on ``current``
+    (``incremental``), or AlterConfigs' values replacing it whole."""
+    if incremental:
+        return apply_alter_ops(current, configs, list_default)
+    return {name: value for name, _, value in configs if value is not None}
+
+
+def topic_list_default(name: str) -> str | None:
+    """The default of the topic config ``name`` in Kafka's text form when it is a list (the base of
+    APPEND/SUBTRACT), else None; InvalidConfigError for an unknown name."""
+    if config_type(name) != "list":
+        return None
+    return str(LogConfig().to_props(include_defaults=True)[name])

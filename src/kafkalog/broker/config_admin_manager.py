@@ -8,12 +8,11 @@ altered by ``dynamic_broker_config``; the broker's log levels (BROKER_LOGGER) ar
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkalog.broker.alter_config_op import AlterOp, apply_alter_ops
+from kafkalog.broker.alter_config_op import AlterOp, altered_values, topic_list_default
 from kafkalog.broker.config_helper import ResourceType
 from kafkalog.broker.dynamic_broker_config import alter_broker_configs
 from kafkalog.broker.error_codes import error_code_for
@@ -24,22 +23,6 @@ from kafkalog.protocol.codec import response_type
 from kafkalog.storage.config import LogConfig, config_type
 
 __all__ = ["alter_configs_response", "alter_resource_configs"]
-
-
-def incremental_overrides(
-    current: dict[str, str], ops: Iterable[tuple[str, int, str | None]]
-) -> dict[str, str]:
-    """A topic's overrides after (name, op, value) operations on ``current`` ones."""
-    checked = list(ops)
-    for name, _, _ in checked:
-        config_type(name)  # InvalidConfigError for an unknown name
-    return apply_alter_ops(current, checked, _list_default)
-
-
-def _list_default(name: str) -> str | None:
-    if config_type(name) != "list":
-        return None
-    return str(LogConfig().to_props(include_defaults=True)[name])
 
 
 def _alter_request_configs(
@@ -108,14 +91,11 @@ def alter_resource_configs(
         if resource_type == ResourceType.BROKER_LOGGER and incremental:
             apply_changes_for_resource(apis.node_id, resource_name, configs, validate_only)
             return ErrorCode.none, None
+        if resource_type == ResourceType.BROKER:
+            alter_broker_configs(apis, resource_name, configs, incremental, validate_only)
+            return ErrorCode.none, None
     except KafkaLogError as e:
         return error_code_for(e), str(e)
-    if resource_type == ResourceType.BROKER:
-        try:
-            alter_broker_configs(apis, resource_name, configs, incremental, validate_only)
-        except KafkaLogError as e:
-            return error_code_for(e), str(e)
-        return ErrorCode.none, None
     if resource_type != ResourceType.TOPIC:
         return ErrorCode.invalid_request, f"Unknown resource type {resource_type}"
     log_manager = apis.log_manager
@@ -124,9 +104,9 @@ def alter_resource_configs(
     try:
         current = log_manager.topic_config(resource_name).overridden_props()
         if incremental:
-            new_overrides = incremental_overrides(current, configs)
-        else:
-            new_overrides = {name: value for name, _, value in configs if value is not None}
+            for name, _, _ in configs:
+                config_type(name)  # InvalidConfigError for an unknown name
+        new_overrides = altered_values(current, configs, incremental, topic_list_default)
         LogConfig.from_props(new_overrides, log_manager.default_config)  # validate as a whole
         if not validate_only:
             changes: dict[str, str | None] = {name: None for name in current if name not in new_overrides}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
 from kafkalog.broker.dynamic_broker_config import is_dynamic
-from kafkalog.storage.config import LogConfig, broker_synonyms, config_type
+from kafkalog.storage.config import LogConfig, broker_synonyms, config_type, topic_config_for
 
 __all__ = [
     "ConfigEntry",
@@ -87,21 +87,11 @@ class ConfigEntry:
         return self.source == ConfigSource.DEFAULT_CONFIG
 
 
-# Broker configs that name one setting in several units (Kafka's ``brokerConfigSynonyms``), in
-# Kafka's precedence order.
-_BROKER_NAME_GROUPS = (
-    ("log.roll.ms", "log.roll.hours"),
-    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-)
-
-
 def _broker_name_synonyms(name: str) -> tuple[str, ...]:
-    for group in _BROKER_NAME_GROUPS:
-        if name in group:
-            return group
-    return (name,)
+    """The broker configs that name one setting in several units (Kafka's ``brokerConfigSynonyms``:
+    ``log.retention.ms``/``.minutes``/``.hours``, ...), in precedence order; else ``name`` alone."""
+    topic_name = topic_config_for(name)
+    return broker_synonyms(topic_name) if topic_name is not None else (name,)
 
 
 def _layers(broker: KafkaConfig) -> tuple[tuple[int, Mapping[str, str]], ...]:

@@ -17,14 +17,13 @@ the listeners, which kafkalog does not rebind at runtime.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from kafkalog.broker.alter_config_op import apply_alter_ops
+from kafkalog.broker.alter_config_op import altered_values, topic_list_default
 from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
 from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
-from kafkalog.storage.config import LogConfig, broker_synonyms, config_type
+from kafkalog.storage.config import topic_config_for
 from kafkalog.storage.files import write_file_atomically
 
 __all__ = ["DYNAMIC_BROKER_CONFIGS_FILE", "alter_broker_configs", "is_dynamic", "load_dynamic_configs"]
@@ -32,9 +31,6 @@ __all__ = ["DYNAMIC_BROKER_CONFIGS_FILE", "alter_broker_configs", "is_dynamic", 
 DYNAMIC_BROKER_CONFIGS_FILE = "kafkalog-broker-configs.json"
 
 # Kafka's AllDynamicConfigs, less what needs listeners kafkalog does not have.
-_LOG_CONFIGS = frozenset(
-    broker_name for topic_name in LogConfig.config_names() for broker_name in broker_synonyms(topic_name)
-)
 _CLEANER_CONFIGS = frozenset(
     {
         "log.cleaner.threads",
@@ -65,7 +61,9 @@ _OTHER_CONFIGS = frozenset(
         "metric.reporters",
     }
 )
-DYNAMIC_CONFIGS = _LOG_CONFIGS | _CLEANER_CONFIGS | frozenset(_THREAD_POOLS) | _OTHER_CONFIGS
+# With every broker config that sets a topic config's default (Kafka's DynamicLogConfig; see
+# is_dynamic), these are the names Kafka can change at runtime.
+_NON_LOG_DYNAMIC_CONFIGS = _CLEANER_CONFIGS | frozenset(_THREAD_POOLS) | _OTHER_CONFIGS
 _LISTENER_CONFIGS = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
 # Kafka's per-listener TLS/SASL configs: accepted per broker and kept (read when the listeners next
 # start).
@@ -79,7 +77,7 @@ def _is_security(name: str) -> bool:
 
 def is_dynamic(name: str) -> bool:
     """Whether Kafka (and kafkalog) let ``name`` change at runtime."""
-    return name in DYNAMIC_CONFIGS
+    return name in _NON_LOG_DYNAMIC_CONFIGS or topic_config_for(name) is not None
 
 
 def _scala_set(names: list[str]) -> str:
@@ -134,40 +132,36 @@ def _store(data_dir: Path, config: KafkaConfig) -> None:
 def _list_default(name: str) -> str | None:
     """Kafka's base for APPEND/SUBTRACT on a broker config without a value: the default of the
     topic config it sets, when that is a list (``log.cleanup.policy``); None for any other name."""
-    for topic_name in LogConfig.config_names():
-        if name in broker_synonyms(topic_name):
-            if config_type(topic_name) != "list":
-                return None
-            return str(LogConfig().to_props(include_defaults=True)[topic_name])
-    return None
+    topic_name = topic_config_for(name)
+    return topic_list_default(topic_name) if topic_name is not None else None
 
 
-def _validate_names(props: Mapping[str, str], per_broker: bool) -> None:
+def _validate_names(names: list[str], per_broker: bool) -> None:
     """Kafka's ``DynamicBrokerConfig.validateConfigs`` on the names: a config Kafka reads only at
     startup is refused, a keystore or truststore config needs a listener prefix, the listener and
     security configs are per-broker only; a name neither knows is kept, as Kafka keeps custom
     configs. kafkalog also refuses to change its listeners at runtime (Kafka rebinds its sockets)."""
     static_names = [
         n
-        for n in props
+        for n in names
         if not is_dynamic(n) and not _is_security(n) and (n in BROKER_DEFAULTS or n.startswith("log."))
     ]
     if static_names:
         raise InvalidRequestError(f"Cannot update these configs dynamically: {_scala_set(static_names)}")
-    listener_names = [n for n in props if n in _LISTENER_CONFIGS or n.startswith("listener.name.")]
+    listener_names = [n for n in names if n in _LISTENER_CONFIGS or n.startswith("listener.name.")]
     if listener_names:
         raise InvalidRequestError(
             f"Cannot update these configs dynamically: kafkalog does not rebind its listener at runtime: "
             f"{_scala_set(listener_names)}"
         )
-    unprefixed = [n for n in props if n.startswith(_STORE_PREFIXES)]
+    unprefixed = [n for n in names if n.startswith(_STORE_PREFIXES)]
     if unprefixed:
         raise InvalidRequestError(
             "These security configs can be dynamically updated only per-listener using "
             f"the listener prefix: {_scala_set(unprefixed)}"
         )
     if not per_broker:
-        per_broker_only = [n for n in props if _is_security(n)]
+        per_broker_only = [n for n in names if _is_security(n)]
         if per_broker_only:
             raise InvalidRequestError(
                 "Cannot update these configs at default cluster level, broker id must be "
@@ -215,11 +209,8 @@ def alter_broker_configs(
                 f"Unexpected broker id, expected {config.node_id}, but received {resource_name}"
             )
     current = dict(config.dynamic_broker if per_broker else config.dynamic_default)
-    if incremental:
-        updated = apply_alter_ops(current, configs, _list_default)
-    else:
-        updated = {name: value for name, _, value in configs if value is not None}
-    _validate_names({name: "" for name, _, _ in configs}, per_broker)
+    updated = altered_values(current, configs, incremental, _list_default)
+    _validate_names([name for name, _, _ in configs], per_broker)
     try:
         new_config = (
             config.with_dynamic(config.dynamic_default, updated)

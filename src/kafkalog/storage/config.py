@@ -36,6 +36,7 @@ __all__ = [
     "broker_synonyms",
     "config_type",
     "read_topic_configs",
+    "topic_config_for",
     "write_topic_configs",
 ]
 
@@ -386,6 +387,13 @@ _BROKER_RENAMES: dict[str, str] = {
 }
 
 
+# broker config -> the topic config it sets the default of
+_TOPIC_CONFIG_OF: dict[str, str] = {
+    **{broker_name: topic for topic, names in _BROKER_SYNONYMS.items() for broker_name, _, _ in names},
+    **{broker_name: topic for topic, broker_name in _BROKER_RENAMES.items()},
+}
+
+
 _TYPE_NAMES: dict[Callable[[str, object], Any], str] = {
     _parse_long: "long",
     _parse_int: "int",
@@ -416,6 +424,12 @@ def broker_synonyms(name: str) -> tuple[str, ...]:
     if renamed is not None:
         names.append(renamed)
     return tuple(names)
+
+
+def topic_config_for(broker_name: str) -> str | None:
+    """The topic config whose default the broker config ``broker_name`` sets (``log.retention.hours``
+    -> ``retention.ms``), or None for a broker config that sets none."""
+    return _TOPIC_CONFIG_OF.get(broker_name)
 
 
 # --- LogConfig -------------------------------------------------------------------------------------
