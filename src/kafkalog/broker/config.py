@@ -114,19 +114,6 @@ def _parse_listener_entries(value: str, what: str = "listeners") -> list[tuple[s
     return found
 
 
-def _parse_listener_entry(value: str) -> tuple[str, str, int]:
-    """The first listener of ``value``."""
-    entries = _parse_listener_entries(value)
-    if not entries:
-        raise InvalidConfigError(f"No listener in {value!r}")
-    return entries[0]
-
-
-def _parse_listener(value: str) -> tuple[str, int]:
-    _, host, port = _parse_listener_entry(value)
-    return host, port
-
-
 def _security_protocol_map(value: str) -> dict[str, str]:
     """``listener.security.protocol.map``: listener name -> security protocol."""
     found: dict[str, str] = {}
@@ -170,10 +157,7 @@ class KafkaConfig:
             object.__setattr__(self, name, {str(k): str(v) for k, v in getattr(self, name).items()})
         # Parse everything now: a bad value is a startup error, never a failure later.
         self.log_config  # noqa: B018
-        _parse_listener(self.get_str("listeners"))
         self.listeners  # noqa: B018
-        if self.get_str("advertised.listeners"):
-            _parse_listener(self.get_str("advertised.listeners"))
         for name in (
             "node.id",
             "num.partitions",
@@ -254,16 +238,12 @@ class KafkaConfig:
 
     @cached_property
     def listener(self) -> tuple[str, int]:
-        return _parse_listener(self.get_str("listeners"))
+        """Host and port of the first listener."""
+        return self.listeners[0].host, self.listeners[0].port
 
     @cached_property
     def listener_name(self) -> str:
-        return _parse_listener_entry(self.get_str("listeners"))[0]
-
-    @cached_property
-    def listener_security_protocol(self) -> str:
-        """The security protocol of the first listener."""
-        return self.listeners[0].security_protocol
+        return self.listeners[0].name
 
     @cached_property
     def listeners(self) -> tuple[ListenerSpec, ...]:
@@ -281,8 +261,11 @@ class KafkaConfig:
             if advertised_value
             else {}
         )
+        entries = _parse_listener_entries(self.get_str("listeners"))
+        if not entries:
+            raise InvalidConfigError("No listener in listeners")
         specs = []
-        for name, host, port in _parse_listener_entries(self.get_str("listeners")):
+        for name, host, port in entries:
             protocol = protocols.get(name)
             if protocol is None:
                 raise InvalidConfigError(
@@ -299,14 +282,23 @@ class KafkaConfig:
         ports = [spec.port for spec in specs if spec.port]
         if len(set(ports)) != len(ports):
             raise InvalidConfigError("Each listener must listen on a different port")
-        if not specs:
-            raise InvalidConfigError("No listener in listeners")
         return tuple(specs)
+
+    def listener_config(self, listener: str) -> KafkaConfig:
+        """The configs as one listener reads them: ``listener.name.<listener>.<name>`` over
+        ``<name>`` (Kafka's ``valuesWithPrefixOverride``), every source flattened into one."""
+        prefix = f"listener.name.{listener.lower()}."
+        scoped = {k[len(prefix) :]: v for k, v in self.values.items() if k.startswith(prefix)}
+        return KafkaConfig({**self.values, **scoped}) if scoped else self
 
     @cached_property
     def advertised_listener(self) -> tuple[str, int] | None:
-        value = self.get_str("advertised.listeners")
-        return _parse_listener(value) if value else None
+        """Where clients of the first listener are told to connect, if ``advertised.listeners``
+        says."""
+        first = self.listeners[0]
+        if not first.advertised_host and not first.advertised_port:
+            return None
+        return first.advertised_host, first.advertised_port
 
     @cached_property
     def num_partitions(self) -> int:

@@ -40,28 +40,19 @@ PLAIN = "PLAIN"
 _OPTION = re.compile(r'([A-Za-z0-9_.\-]+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
-def _listener_value(config: KafkaConfig, listener: str, name: str) -> str | None:
-    """A config for one listener (``listener.name.<listener>.<name>``, Kafka's prefix), else the
-    plain one."""
-    return config.values.get(f"listener.name.{listener.lower()}.{name}") or config.values.get(name)
-
-
 def plain_users(config: KafkaConfig, listener: str) -> dict[str, str]:
     """The PLAIN users of a SASL listener from its JAAS config; InvalidConfigError if it has none or
     does not enable PLAIN."""
+    scoped = config.listener_config(listener)
     enabled = [
-        m.strip().upper()
-        for m in (_listener_value(config, listener, "sasl.enabled.mechanisms") or "GSSAPI").split(",")
-        if m.strip()
+        m.strip().upper() for m in scoped.get_str("sasl.enabled.mechanisms", "GSSAPI").split(",") if m.strip()
     ]
     if PLAIN not in enabled or len(enabled) != 1:
         raise InvalidConfigError(
             f"Listener {listener}: kafkalog serves the SASL mechanism PLAIN only; set "
             f"sasl.enabled.mechanisms=PLAIN (it is {','.join(enabled)})"
         )
-    jaas = _listener_value(config, listener, f"{PLAIN.lower()}.sasl.jaas.config") or _listener_value(
-        config, listener, "sasl.jaas.config"
-    )
+    jaas = scoped.values.get("plain.sasl.jaas.config") or scoped.values.get("sasl.jaas.config")
     key = f"listener.name.{listener.lower()}.plain.sasl.jaas.config"
     if not jaas or "PlainLoginModule" not in jaas:
         raise InvalidConfigError(

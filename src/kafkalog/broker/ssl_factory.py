@@ -84,7 +84,8 @@ def _load_keystore(context: ssl.SSLContext, config: KafkaConfig) -> None:
         raise InvalidConfigError(
             "An SSL listener needs the broker's key and certificates: ssl.keystore.type=PEM with "
             "ssl.keystore.location (or ssl.keystore.key and ssl.keystore.certificate.chain), or "
-            "ssl.keystore.type=PKCS12 with ssl.keystore.location and ssl.keystore.password")
+            "ssl.keystore.type=PKCS12 with ssl.keystore.location and ssl.keystore.password"
+        )
     try:
         if kind == "PEM":
             inline_key = _optional(config, "ssl.keystore.key")
@@ -147,10 +148,7 @@ def server_ssl_context(config: KafkaConfig, listener_name: str | None = None) ->
     A config given for the listener by name (``listener.name.<name>.ssl.keystore.location``) wins
     over the plain one, as in Kafka."""
     if listener_name is not None:
-        prefix = f"listener.name.{listener_name.lower()}."
-        scoped = {k[len(prefix):]: v for k, v in config.values.items() if k.startswith(prefix)}
-        if scoped:
-            config = config.with_overrides(scoped)
+        config = config.listener_config(listener_name)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     versions = [v.strip() for v in config.get_str("ssl.enabled.protocols").split(",") if v.strip()]
     unknown = [v for v in versions if v not in _VERSIONS]
