@@ -104,7 +104,9 @@ class SocketServer:
         """Listen on ``host``:``port``; with ``ssl_context``, every connection is TLS (an SSL
         listener), its handshake bounded by ``HANDSHAKE_TIMEOUT_S``."""
         loop = asyncio.get_running_loop()
-        loop.set_exception_handler(_AcceptFailureLog(loop.get_exception_handler()))
+        handler = loop.get_exception_handler()
+        if not isinstance(handler, _AcceptFailureLog):  # one per loop, however many listeners
+            loop.set_exception_handler(_AcceptFailureLog(handler))
         self._server = await asyncio.start_server(
             self._serve_connection,
             host or None,
