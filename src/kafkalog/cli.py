@@ -725,6 +725,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_command(commands, data_dir_arg)
     from kafkalog.cli_compact import add_compact_parser
     add_compact_parser(commands, data_dir_arg)
+    from kafkalog.cli_scram import add_scram_parser
+    add_scram_parser(commands, data_dir_arg)
 
     p = commands.add_parser("demo", help="run the Spark pipeline demo")
     p.add_argument("demo_args", nargs=argparse.REMAINDER, metavar="ARGS",

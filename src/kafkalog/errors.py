@@ -162,3 +162,8 @@ class UnsupportedVersionError(InvalidRequestError):
 
 class BrokerNotAvailableError(KafkaLogError):
     """The broker is not running (not started yet, or shut down)."""
+
+
+class SaslAuthenticationError(KafkaLogError):
+    """A SASL login that did not succeed (Kafka's SaslAuthenticationException); the message is
+    what the client is told, in SaslAuthenticate's error message."""

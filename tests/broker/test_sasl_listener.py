@@ -17,7 +17,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.config import KafkaConfig
 from kafkalog.broker.embedded import Broker
-from kafkalog.broker.sasl_authenticator import plain_users
+from kafkalog.broker.plain_sasl_server import plain_users
+from kafkalog.broker.sasl_authenticator import sasl_server_factories
 from kafkalog.errors import InvalidConfigError
 from tests.broker import _raw
 
@@ -215,7 +216,7 @@ def test_confluent_kafka_with_a_wrong_password_gets_an_authentication_error(brok
 @pytest.mark.parametrize(
     "configs, message",
     [
-        ({"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}, "mechanism PLAIN only"),
+        ({"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}, "it is GSSAPI"),
         (
             {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN"},
             "needs its PLAIN users",
@@ -223,10 +224,10 @@ def test_confluent_kafka_with_a_wrong_password_gets_an_authentication_error(brok
         (
             {
                 "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-                "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+                "sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
                 "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
             },
-            "mechanism PLAIN only",
+            "serves the SASL mechanisms PLAIN, SCRAM-SHA-256, SCRAM-SHA-512",
         ),
         (
             {
@@ -240,7 +241,7 @@ def test_confluent_kafka_with_a_wrong_password_gets_an_authentication_error(brok
 )
 def test_config_mistakes(configs, message):
     with pytest.raises(InvalidConfigError, match=message):
-        plain_users(KafkaConfig.from_props(configs), "SASL_PLAINTEXT")
+        sasl_server_factories(KafkaConfig.from_props(configs), "SASL_PLAINTEXT", lambda user, mechanism: None)
 
 
 def test_users_from_the_jaas_config():

@@ -26,7 +26,8 @@ from kafkalog.broker.kafka_apis import BrokerEndpoint, KafkaApis
 from kafkalog.broker.metadata_cache import MetadataCache
 from kafkalog.broker.producer_id_manager import ProducerIdManager
 from kafkalog.broker.replica_manager import ReplicaManager
-from kafkalog.broker.sasl_authenticator import SaslServerAuthenticator, plain_users
+from kafkalog.broker.sasl_authenticator import SaslServerAuthenticator, ServerFactories, sasl_server_factories
+from kafkalog.broker.scram_credential_store import SCRAM_CREDENTIALS, ScramCredentialStore
 from kafkalog.broker.socket_server import SocketServer
 from kafkalog.broker.ssl_factory import server_ssl_context
 from kafkalog.broker.txn.coordinator_of import TRANSACTION_COORDINATOR
@@ -50,8 +51,8 @@ def _advertised_host(spec: ListenerSpec) -> str:
     return spec.host if spec.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
 
 
-def _authenticator(apis: KafkaApis, users: dict[str, str]) -> Callable[[], SaslServerAuthenticator]:
-    return lambda: SaslServerAuthenticator(apis, users)
+def _authenticator(apis: KafkaApis, servers: ServerFactories) -> Callable[[], SaslServerAuthenticator]:
+    return lambda: SaslServerAuthenticator(apis, servers)
 
 
 class KafkaServer:
@@ -86,8 +87,10 @@ class KafkaServer:
             for spec in config.listeners
             if spec.security_protocol in ("SSL", "SASL_SSL")
         }
-        sasl_users = {
-            spec.name: plain_users(config, spec.name)
+        # The SCRAM users are read now too: a malformed file is a startup error before any log opens.
+        scram = ScramCredentialStore.load(self.data_dir)
+        sasl_servers = {
+            spec.name: sasl_server_factories(config, spec.name, lambda user, m: scram.credential(user, m))
             for spec in config.listeners
             if spec.security_protocol.startswith("SASL_")
         }
@@ -111,6 +114,7 @@ class KafkaServer:
                 MetadataCache(self.log_manager),
                 meta.cluster_id,
                 BrokerEndpoint(config.node_id, "", first.port),
+                components={SCRAM_CREDENTIALS: scram},
             )
             coordinator = self.apis.components.get(GROUP_COORDINATOR)
             if coordinator is not None:
@@ -126,8 +130,8 @@ class KafkaServer:
                     idle_ms=config.connections_max_idle_ms,
                     max_connections=config.get_int("max.connections"),
                     listener_name=spec.name,
-                    authenticator=_authenticator(self.apis, sasl_users[spec.name])
-                    if spec.name in sasl_users
+                    authenticator=_authenticator(self.apis, sasl_servers[spec.name])
+                    if spec.name in sasl_servers
                     else None,
                 )
                 await socket_server.start(spec.host, spec.port, tls.get(spec.name))

@@ -69,6 +69,8 @@ class ApiKey:
     ALTER_PARTITION_REASSIGNMENTS = 45
     LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
@@ -124,6 +126,8 @@ _ROWS: tuple[tuple[int, str, int, int, int | None], ...] = (
     (45, "AlterPartitionReassignments", 0, 1, 0),
     (46, "ListPartitionReassignments", 0, 0, 0),
     (47, "OffsetDelete", 0, 0, None),
+    (50, "DescribeUserScramCredentials", 0, 0, 0),
+    (51, "AlterUserScramCredentials", 0, 0, 0),
     (60, "DescribeCluster", 0, 2, 0),
     (61, "DescribeProducers", 0, 0, 0),
     (65, "DescribeTransactions", 0, 0, 0),

@@ -58,24 +58,28 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
-def write_file(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Write ``data`` to ``path`` in place, fsync'ed when ``sync``; ``OSError`` is the caller's to word."""
-    with open(path, "wb") as f:
+def write_file(path: Path, data: bytes, *, sync: bool = True, mode: int = 0o666) -> None:
+    """Write ``data`` to ``path`` in place, fsync'ed when ``sync``, created with ``mode`` (less the
+    umask); ``OSError`` is the caller's to word."""
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as f:
         f.write(data)
         f.flush()
         if sync:
             os.fsync(f.fileno())
 
 
-def write_file_atomically(path: Path | str, data: bytes, *, sync: bool = True) -> None:
-    """Write ``<path>.tmp``, fsync it, rename it over ``path`` and fsync the directory.
+def write_file_atomically(path: Path | str, data: bytes, *, sync: bool = True, mode: int = 0o666) -> None:
+    """Write ``<path>.tmp`` (created with ``mode``), fsync it, rename it over ``path`` and fsync the
+    directory.
 
     A crash leaves either the old or the new content, never a mixture (Kafka's checkpoint writes).
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        write_file(tmp, data, sync=sync)
+        if mode != 0o666:
+            delete_file_if_exists(tmp)  # a leftover .tmp would keep its wider mode
+        write_file(tmp, data, sync=sync, mode=mode)
         os.replace(tmp, path)
         if sync:
             fsync_directory(path.parent)
