@@ -6,8 +6,6 @@ there — mutual TLS with ``ssl.client.auth=required``, and one clear error for 
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import socket
 import ssl
 import time
@@ -15,17 +13,13 @@ from pathlib import Path
 
 import confluent_kafka as ck
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.serialization import pkcs12
-from cryptography.x509.oid import NameOID
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kafkalog.broker.config import KafkaConfig
 from kafkalog.broker.embedded import Broker
 from kafkalog.broker.ssl_factory import server_ssl_context
 from kafkalog.errors import InvalidConfigError
+from tests.broker._pki import make_pki
 
 TIMEOUT_S = 20
 RECORDS = 6000
@@ -33,67 +27,10 @@ API_VERSIONS_V0 = b"\x00\x00\x00\x0e\x00\x12\x00\x00\x00\x00\x00\x01\x00\x04test
 VALUE = b"v" * 200  # 6000 x 200 B: more than the 512 KiB above which a fetch sends file regions
 
 
-def _pem(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
     """A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate."""
-    out = tmp_path_factory.mktemp("pki")
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kafkalog test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(1)
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    def leaf(name: str, server: bool):
-        key = ec.generate_private_key(ec.SECP256R1())
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=2))
-        )
-        if server:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName(
-                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-                ),
-                critical=False,
-            )
-        return key, builder.sign(ca_key, hashes.SHA256())
-
-    server_key, server_cert = leaf("kafkalog", True)
-    client_key, client_cert = leaf("client", False)
-    (out / "ca.pem").write_bytes(_pem(ca))
-    (out / "server.pem").write_bytes(_key_pem(server_key) + _pem(server_cert))
-    (out / "server.p12").write_bytes(
-        pkcs12.serialize_key_and_certificates(
-            b"server", server_key, server_cert, None, serialization.BestAvailableEncryption(b"store-secret")
-        )
-    )
-    (out / "client.key").write_bytes(_key_pem(client_key))
-    (out / "client.crt").write_bytes(_pem(client_cert))
-    return out
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def _tls_configs(pki: Path, **extra: str) -> dict[str, str]:

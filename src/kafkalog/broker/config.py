@@ -72,6 +72,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
     "transaction.partition.verification.enable": "true",
     "max.request.partition.size.limit": "2000",  # DescribeTopicPartitions' partitions per response
+    # authorization (broker/standard_authorizer.py): none unless a class is named, as in Kafka
+    "authorizer.class.name": "",
+    "super.users": "",
+    "allow.everyone.if.no.acl.found": "false",
 }
 
 

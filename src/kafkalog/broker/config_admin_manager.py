@@ -3,7 +3,14 @@
 it as a whole through ``LogConfig``, then (unless ``validate_only``) persist and apply it with
 ``LogManager.alter_topic_config`` (the live logs take the new config at once). Broker configs are
 altered by ``dynamic_broker_config``; the broker's log levels (BROKER_LOGGER) are altered by
-``runtime_logger_manager``, through IncrementalAlterConfigs only, as in Kafka."""
+``runtime_logger_manager``, through IncrementalAlterConfigs only, as in Kafka.
+
+Authorization comes where Kafka 4 has it: a resource's ALTER_CONFIGS (``config_authorization_error``)
+is checked after the broker's own preprocessing — duplicates, null values, and for the BROKER
+resource its name and the change itself — and before the controller looks at the topic, so a topic
+one may not alter is TOPIC_AUTHORIZATION_FAILED whether it exists or not. A log-level change is
+authorized in the preprocessing, before its node id is checked, and its refusal carries no message
+(Kafka's ``ApiError.fromThrowable`` drops the default one)."""
 
 from __future__ import annotations
 
@@ -12,11 +19,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation
 from kafkalog.broker.alter_config_op import AlterOp, altered_values, topic_list_default
-from kafkalog.broker.config_helper import ResourceType
+from kafkalog.broker.auth_helper import authorization_failed_message
+from kafkalog.broker.config_helper import ResourceType, config_authorization_error
 from kafkalog.broker.dynamic_broker_config import alter_broker_configs
 from kafkalog.broker.error_codes import error_code_for
-from kafkalog.broker.request import ZERO_DELAY, build, nested_type
+from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.runtime_logger_manager import apply_changes_for_resource
 from kafkalog.errors import InvalidRequestError, KafkaLogError
 from kafkalog.protocol.codec import response_type
@@ -26,7 +35,7 @@ __all__ = ["alter_configs_response", "alter_resource_configs"]
 
 
 def _alter_request_configs(
-    apis: Any, body: Any, incremental: bool
+    apis: Any, request: RequestContext, body: Any, incremental: bool
 ) -> list[tuple[Any, ErrorCode, str | None]]:
     """(resource, error, message) for each resource of an AlterConfigs (``incremental`` false) or
     IncrementalAlterConfigs request. A resource named twice in one request is answered
@@ -42,15 +51,23 @@ def _alter_request_configs(
             (c.name, c.config_operation if incremental else AlterOp.SET, c.value) for c in resource.configs
         ]
         error, message = alter_resource_configs(
-            apis, resource.resource_type, resource.resource_name, configs, incremental, body.validate_only
+            apis,
+            request,
+            resource.resource_type,
+            resource.resource_name,
+            configs,
+            incremental,
+            body.validate_only,
         )
         results.append((resource, error, message))
     return results
 
 
-def alter_configs_response(apis: Any, api_key: int, api_version: int, body: Any, incremental: bool) -> Any:
+def alter_configs_response(
+    apis: Any, request: RequestContext, api_key: int, body: Any, incremental: bool
+) -> Any:
     """The whole AlterConfigs (``incremental`` false) or IncrementalAlterConfigs response."""
-    cls = response_type(api_key, api_version)
+    cls = response_type(api_key, request.api_version)
     result_cls = nested_type(cls, "AlterConfigsResourceResponse")
     results = tuple(
         build(
@@ -60,7 +77,7 @@ def alter_configs_response(apis: Any, api_key: int, api_version: int, body: Any,
             resource_type=resource.resource_type,
             resource_name=resource.resource_name,
         )
-        for resource, error, message in _alter_request_configs(apis, body, incremental)
+        for resource, error, message in _alter_request_configs(apis, request, body, incremental)
     )
     return build(cls, throttle_time=ZERO_DELAY, responses=results)
 
@@ -77,6 +94,7 @@ def _preprocess(configs: list[tuple[str, int, str | None]]) -> None:
 
 def alter_resource_configs(
     apis: Any,
+    request: RequestContext,
     resource_type: int,
     resource_name: str,
     configs: list[tuple[str, int, str | None]],
@@ -85,19 +103,38 @@ def alter_resource_configs(
 ) -> tuple[ErrorCode, str | None]:
     """Apply (name, op, value) ``configs`` to one resource: IncrementalAlterConfigs' operations, or
     AlterConfigs' (``incremental`` false: every op a SET, and the values given replace the topic's
-    whole set of overrides); (error, message)."""
+    whole set of overrides); (error, message). ``request`` must hold ALTER_CONFIGS on what guards
+    the resource."""
+
+    def denied() -> ErrorCode:
+        return config_authorization_error(
+            apis, request, AclOperation.ALTER_CONFIGS, resource_type, resource_name
+        )
+
     try:
         _preprocess(configs)
         if resource_type == ResourceType.BROKER_LOGGER and incremental:
+            if (error := denied()) != ErrorCode.none:
+                return error, None
             apply_changes_for_resource(apis.node_id, resource_name, configs, validate_only)
             return ErrorCode.none, None
         if resource_type == ResourceType.BROKER:
-            alter_broker_configs(apis, resource_name, configs, incremental, validate_only)
+            # The broker validates the change before the controller authorizes and applies it.
+            alter_broker_configs(apis, resource_name, configs, incremental, validate_only=True)
+            if (error := denied()) != ErrorCode.none:
+                return error, authorization_failed_message(error)
+            if not validate_only:
+                alter_broker_configs(apis, resource_name, configs, incremental, validate_only=False)
             return ErrorCode.none, None
     except KafkaLogError as e:
         return error_code_for(e), str(e)
+    unknown = ErrorCode.invalid_request, f"Unknown resource type {resource_type}"
+    if resource_type not in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLIENT_METRICS):
+        return unknown
+    if (error := denied()) != ErrorCode.none:
+        return error, authorization_failed_message(error)
     if resource_type != ResourceType.TOPIC:
-        return ErrorCode.invalid_request, f"Unknown resource type {resource_type}"
+        return unknown  # kafkalog keeps no group or client-metrics configs
     log_manager = apis.log_manager
     if not resource_name or not log_manager.has_topic(resource_name):
         return ErrorCode.unknown_topic_or_partition, f"The topic '{resource_name}' does not exist."

@@ -8,15 +8,25 @@ one (DYNAMIC_DEFAULT_BROKER_CONFIG), then ``server.properties`` (STATIC_BROKER_C
 Synonyms list every source that has a value, highest precedence first, as Kafka does. A broker
 config is read-only unless Kafka lets it change at runtime (``dynamic_broker_config``); a name that
 looks like a secret is sensitive and its value is withheld.
+
+Who may see or change a resource's configs (``config_authorization_error``): DESCRIBE_CONFIGS or
+ALTER_CONFIGS on the topic for a topic's, on the group for a group's, on the cluster for the
+broker's, its loggers' and client-metrics subscriptions'.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker import acl
+from kafkalog.broker.auth_helper import authorize
 from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
 from kafkalog.broker.dynamic_broker_config import is_dynamic
+from kafkalog.broker.request import RequestContext
 from kafkalog.storage.config import LogConfig, broker_synonyms, config_type, topic_config_for
 
 __all__ = [
@@ -24,6 +34,7 @@ __all__ = [
     "ConfigSource",
     "ConfigSynonym",
     "ResourceType",
+    "config_authorization_error",
     "describe_broker_configs",
     "describe_topic_configs",
 ]
@@ -48,6 +59,32 @@ class ResourceType:
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+_CLUSTER_GUARDED = frozenset({ResourceType.BROKER, ResourceType.BROKER_LOGGER, ResourceType.CLIENT_METRICS})
+
+
+def config_authorization_error(
+    apis: Any, request: RequestContext, operation: acl.AclOperation, resource_type: int, resource_name: str
+) -> ErrorCode:
+    """NONE when ``request`` may ``operation`` (DESCRIBE_CONFIGS or ALTER_CONFIGS) the configs of
+    the resource, else the error Kafka answers for it (``ConfigHelper.handleDescribeConfigsRequest``,
+    ``ControllerApis.authorizeAlterResource``). NONE for a type Kafka authorizes nothing on: it is
+    refused as unknown."""
+    if resource_type == ResourceType.TOPIC:
+        guard, name = acl.ResourceType.TOPIC, resource_name
+        denied = ErrorCode.topic_authorization_failed
+    elif resource_type == ResourceType.GROUP:
+        guard, name = acl.ResourceType.GROUP, resource_name
+        denied = ErrorCode.group_authorization_failed
+    elif resource_type in _CLUSTER_GUARDED:
+        guard, name = acl.ResourceType.CLUSTER, acl.CLUSTER_NAME
+        denied = ErrorCode.cluster_authorization_failed
+    else:
+        return ErrorCode.none
+    return ErrorCode.none if authorize(apis, request, operation, guard, name) else denied
 
 
 # Kafka's ``ConfigDef.Type`` ids as DescribeConfigs v3+ sends them.

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafkalog.broker.handlers import COMPONENT_FACTORIES, HANDLERS, load_handlers
-from kafkalog.broker.request import RequestContext
+from kafkalog.broker.request import ANONYMOUS, RequestContext
 from kafkalog.errors import UnsupportedVersionError
 from kafkalog.protocol.api_keys import API_KEYS, ApiKey
 from kafkalog.protocol.codec import decode_request, encode_response
@@ -76,7 +76,12 @@ class KafkaApis:
         ]
 
     async def handle(
-        self, frame: memoryview, client: tuple[str, int], connection_id: str, listener_name: str = ""
+        self,
+        frame: memoryview,
+        client: tuple[str, int],
+        connection_id: str,
+        listener_name: str = "",
+        principal: str = ANONYMOUS,
     ) -> list[Chunk] | None:
         """The response to one request frame as chunks (header first, no size prefix), or None when
         the request wants no response. Raises InvalidRequestError / UnsupportedVersionError when the
@@ -103,7 +108,7 @@ class KafkaApis:
             if handler.decode is not None
             else decode_request(api_key, api_version, frame, offset)
         )
-        context = RequestContext(header, client[0], client[1], connection_id, listener_name)
+        context = RequestContext(header, client[0], client[1], connection_id, listener_name, principal)
         response = await handler.handle(self, context, body)
         if response is None:
             return None

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from kafkalog.broker.auth_helper import AUTHORIZER
 from kafkalog.broker.config import KafkaConfig, ListenerSpec
 from kafkalog.broker.dynamic_broker_config import load_dynamic_configs
 from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR
@@ -30,6 +31,7 @@ from kafkalog.broker.sasl_authenticator import SaslServerAuthenticator, ServerFa
 from kafkalog.broker.scram_credential_store import SCRAM_CREDENTIALS, ScramCredentialStore
 from kafkalog.broker.socket_server import SocketServer
 from kafkalog.broker.ssl_factory import server_ssl_context
+from kafkalog.broker.standard_authorizer import StandardAuthorizer
 from kafkalog.broker.txn.coordinator_of import TRANSACTION_COORDINATOR
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
 from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
@@ -89,6 +91,7 @@ class KafkaServer:
         }
         # The SCRAM users are read now too: a malformed file is a startup error before any log opens.
         scram = ScramCredentialStore.load(self.data_dir)
+        authorizer = StandardAuthorizer.from_config(config, self.data_dir)  # and the ACLs
         sasl_servers = {
             spec.name: sasl_server_factories(config, spec.name, lambda user, m: scram.credential(user, m))
             for spec in config.listeners
@@ -114,7 +117,7 @@ class KafkaServer:
                 MetadataCache(self.log_manager),
                 meta.cluster_id,
                 BrokerEndpoint(config.node_id, "", first.port),
-                components={SCRAM_CREDENTIALS: scram},
+                components={SCRAM_CREDENTIALS: scram, AUTHORIZER: authorizer},
             )
             coordinator = self.apis.components.get(GROUP_COORDINATOR)
             if coordinator is not None:

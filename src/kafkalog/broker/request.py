@@ -22,6 +22,9 @@ def millis(value: Any) -> int:
     return value // _MS if isinstance(value, timedelta) else int(value)
 
 
+ANONYMOUS = "User:ANONYMOUS"  # a PLAINTEXT connection, or SSL without a client certificate
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     header: RequestHeader
@@ -29,6 +32,7 @@ class RequestContext:
     client_port: int
     connection_id: str
     listener_name: str = ""  # the listener the connection came in on (its advertised endpoint)
+    principal: str = ANONYMOUS  # who the connection authenticated as (Kafka's KafkaPrincipal)
 
     @property
     def api_version(self) -> int:

@@ -80,6 +80,13 @@ class SaslServerAuthenticator:
         self.complete = False
         self.close_after_response = False
 
+    @property
+    def principal(self) -> str:
+        """``User:<authorization id>`` once authenticated (Kafka's SASL KafkaPrincipal)."""
+        if self._server is None or not self._server.complete:
+            raise RuntimeError("not authenticated")
+        return f"User:{self._server.authorization_id}"
+
     async def handle(
         self, frame: memoryview, client: tuple[str, int], connection_id: str, listener_name: str
     ) -> list[Chunk] | None:

@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 from kafkalog.broker.file_region import FileRegion
 from kafkalog.broker.sasl_authenticator import MAX_RECEIVE_SIZE, SaslServerAuthenticator
+from kafkalog.broker.ssl_factory import ssl_principal
 from kafkalog.errors import InvalidRequestError
 from kafkalog.protocol.fetch_response import Chunk, chunks_size
 from kafkalog.protocol.framing import SIZE_PREFIX, check_frame_size, size_prefix
@@ -176,6 +177,7 @@ class SocketServer:
     ) -> None:
         idle = self._idle_s
         auth = self._authenticator() if self._authenticator is not None else None
+        principal = ssl_principal(writer.get_extra_info("peercert"))
         while not self._stopping:
             try:
                 async with asyncio.timeout(idle):  # no task per read, unlike wait_for
@@ -210,9 +212,11 @@ class SocketServer:
             try:
                 if auth is not None and authenticating:
                     chunks = await auth.handle(memoryview(frame), client, connection_id, self._listener_name)
+                    if auth.complete:
+                        principal = auth.principal
                 else:
                     chunks = await self._apis.handle(
-                        memoryview(frame), client, connection_id, self._listener_name
+                        memoryview(frame), client, connection_id, self._listener_name, principal
                     )
                 if chunks is not None:
                     await self._send(writer, chunks)

@@ -24,11 +24,13 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from kafkalog.broker.config import KafkaConfig
+from kafkalog.broker.request import ANONYMOUS
 from kafkalog.errors import InvalidConfigError
 
-__all__ = ["server_ssl_context"]
+__all__ = ["server_ssl_context", "ssl_principal"]
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -177,3 +179,36 @@ def server_ssl_context(config: KafkaConfig, listener_name: str | None = None) ->
         )
     context.verify_mode = _CLIENT_AUTH[client_auth]
     return context
+
+
+# RFC 2253's attribute keywords, as Java's X500Principal.getName() writes a certificate's subject.
+_DN_KEYWORDS = {
+    "commonName": "CN",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
+
+
+def _dn_value(value: str) -> str:
+    escaped = "".join("\\" + c if c in ',+"\\<>;=' else c for c in value)
+    if escaped.startswith((" ", "#")):
+        escaped = "\\" + escaped
+    return escaped[:-1] + "\\ " if escaped.endswith(" ") and len(escaped) > 1 else escaped
+
+
+def ssl_principal(peercert: dict[str, Any] | None) -> str:
+    """The principal of a TLS connection (Kafka's ``DefaultKafkaPrincipalBuilder`` with the default
+    ``ssl.principal.mapping.rules``): ``User:`` and the client certificate's subject as an RFC 2253
+    name, most specific part first (``User:CN=client,O=Example``); ``User:ANONYMOUS`` without one."""
+    if not peercert or not peercert.get("subject"):
+        return ANONYMOUS
+    parts = []
+    for rdn in reversed(peercert["subject"]):
+        parts.append("+".join(f"{_DN_KEYWORDS.get(key, key)}={_dn_value(value)}" for key, value in rdn))
+    return "User:" + ",".join(parts)

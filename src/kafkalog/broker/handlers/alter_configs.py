@@ -1,5 +1,6 @@
 """AlterConfigs (33), v0-v2: replace a topic's whole set of config overrides (names left out revert
-to their defaults), validated as a whole, persisted and applied (``config_admin_manager``)."""
+to their defaults), validated as a whole, persisted and applied (``config_admin_manager``). Needs
+ALTER_CONFIGS on the topic, or on the cluster for the BROKER resource."""
 
 from __future__ import annotations
 
@@ -13,4 +14,4 @@ from kafkalog.protocol.api_keys import ApiKey
 
 @handles(ApiKey.ALTER_CONFIGS, 0, 2)
 async def handle_alter_configs_request(apis: Any, request: RequestContext, body: Any) -> Any:
-    return alter_configs_response(apis, ApiKey.ALTER_CONFIGS, request.api_version, body, incremental=False)
+    return alter_configs_response(apis, request, ApiKey.ALTER_CONFIGS, body, incremental=False)

@@ -9,6 +9,9 @@ nothing and answers NONE. Per partition, with Kafka's messages:
   current replica set: INVALID_REPLICATION_FACTOR;
 * an empty target, a broker id that is not registered (any but this node's), or a broker named
   twice: INVALID_REPLICA_ASSIGNMENT.
+
+It needs ALTER on the cluster, checked first: otherwise the response's error and every partition's
+are CLUSTER_AUTHORIZATION_FAILED (``AlterPartitionReassignmentsRequest.getErrorResponse``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation
+from kafkalog.broker.auth_helper import authorize_cluster, not_authorized_message
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
@@ -64,22 +69,29 @@ async def handle_alter_partition_reassignments_request(apis: Any, request: Reque
     topic_cls = nested_type(cls, "ReassignableTopicResponse")
     partition_cls = nested_type(cls, "ReassignablePartitionResponse")
     allow_rf_change = getattr(body, "allow_replication_factor_change", True)
+    refused: tuple[ErrorCode, str] | None = None
+    if not authorize_cluster(apis, request, AclOperation.ALTER):
+        refused = ErrorCode.cluster_authorization_failed, not_authorized_message(request)
     responses = []
     for topic in body.topics:
         partitions = []
         for p in topic.partitions:
-            error, message = _validate(apis, topic.name, int(p.partition_index), p.replicas, allow_rf_change)
+            error, message = refused or _validate(
+                apis, topic.name, int(p.partition_index), p.replicas, allow_rf_change
+            )
             partitions.append(
                 build(
                     partition_cls, partition_index=p.partition_index, error_code=error, error_message=message
                 )
             )
         responses.append(build(topic_cls, name=topic.name, partitions=tuple(partitions)))
+    error, message = refused or (ErrorCode.none, None)
     return build(
         cls,
         throttle_time=ZERO_DELAY,
-        allow_replication_factor_change=allow_rf_change,
-        error_code=ErrorCode.none,
-        error_message=None,
+        # Kafka's error response leaves the field at its default.
+        allow_replication_factor_change=allow_rf_change or refused is not None,
+        error_code=error,
+        error_message=message,
         responses=tuple(responses),
     )

@@ -4,7 +4,10 @@ to where the replica already is, which Kafka answers NONE without doing anything
 LOG_DIR_NOT_FOUND (compared as Kafka compares it: the exact absolute path), checked before the
 partition, and a partition this broker does not have is REPLICA_NOT_AVAILABLE. A topic name too long
 for the ``<topic>-<partition>.<id>-future`` directory a move would create is INVALID_TOPIC_EXCEPTION
-(KAFKA-4893), as in Kafka, whatever the destination."""
+(KAFKA-4893), as in Kafka, whatever the destination.
+
+Needs ALTER on the cluster: otherwise every partition named gets CLUSTER_AUTHORIZATION_FAILED, listed
+as the request lists them (``AlterReplicaLogDirsRequest.getErrorResponse``)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation
+from kafkalog.broker.auth_helper import authorize_cluster
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.handlers.describe_log_dirs import log_dir_path
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
@@ -38,6 +43,20 @@ async def handle_alter_replica_log_dirs_request(apis: Any, request: RequestConte
     cls = response_type(ApiKey.ALTER_REPLICA_LOG_DIRS, request.api_version)
     topic_cls = nested_type(cls, "AlterReplicaLogDirTopicResult")
     partition_cls = nested_type(cls, "AlterReplicaLogDirPartitionResult")
+    if not authorize_cluster(apis, request, AclOperation.ALTER):
+        denied = ErrorCode.cluster_authorization_failed
+        refused = tuple(
+            build(
+                topic_cls,
+                topic_name=topic.name,
+                partitions=tuple(
+                    build(partition_cls, partition_index=p, error_code=denied) for p in topic.partitions
+                ),
+            )
+            for log_dir in body.dirs
+            for topic in log_dir.topics
+        )
+        return build(cls, throttle_time=ZERO_DELAY, results=refused)
     # Kafka reads the request as a map partition -> destination: a partition named under two
     # directories is answered once, for the last.
     destinations: dict[tuple[str, int], str] = {}

@@ -1,5 +1,9 @@
 """CreatePartitions (37), v0-v3 (Kafka's ``createPartitions``): grow a topic to ``count``
-partitions, never shrink it (INVALID_PARTITIONS); assignments may only name this node."""
+partitions, never shrink it (INVALID_PARTITIONS); assignments may only name this node.
+
+Each topic needs ALTER on it (Kafka 4's ``ControllerApis.createPartitions``), else
+TOPIC_AUTHORIZATION_FAILED with no message, whether it exists or not; the refused come first, as
+Kafka's controller answers them before the topics it grew."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation, ResourceType
+from kafkalog.broker.auth_helper import authorize
 from kafkalog.broker.controller_limits import EXCESSIVE_BATCH_MESSAGE, exceeds_user_op_limit
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.handlers import handles
@@ -57,10 +63,16 @@ async def handle_create_partitions_request(apis: Any, request: RequestContext, b
     result_cls = nested_type(cls, "CreatePartitionsTopicResult")
     counts = Counter(t.name for t in body.topics)
     cache = apis.metadata_cache
+    # Duplicates are refused before, and without, authorization.
+    alterable = {
+        t.name
+        for t in body.topics
+        if counts[t.name] == 1 and authorize(apis, request, AclOperation.ALTER, ResourceType.TOPIC, t.name)
+    }
     added = sum(
         max(0, t.count - cache.num_partitions(t.name))  # one PartitionRecord per new partition
         for t in body.topics
-        if counts[t.name] == 1 and cache.contains(t.name)
+        if t.name in alterable and cache.contains(t.name)
     )
     if exceeds_user_op_limit(added):
         refused = (
@@ -73,13 +85,24 @@ async def handle_create_partitions_request(apis: Any, request: RequestContext, b
             for t in body.topics
         )
         return build(cls, throttle_time=ZERO_DELAY, results=tuple(refused))
+    unauthorized = []
     results = []
     for topic in body.topics:
         error: ErrorCode
         message: str | None
         if counts[topic.name] > 1:
             error, message = ErrorCode.invalid_request, "Duplicate topic in request."
+        elif topic.name not in alterable:
+            unauthorized.append(
+                build(
+                    result_cls,
+                    name=topic.name,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    error_message=None,
+                )
+            )
+            continue
         else:
             error, message = _grow(apis, topic, body.validate_only)
         results.append(build(result_cls, name=topic.name, error_code=error, error_message=message))
-    return build(cls, throttle_time=ZERO_DELAY, results=tuple(results))
+    return build(cls, throttle_time=ZERO_DELAY, results=(*unauthorized, *results))

@@ -2,7 +2,14 @@
 assignments naming only this node; ``num_partitions`` -1 takes ``num.partitions``. Names and configs
 are checked by ``LogManager.create_topic`` (Kafka's rules, the configs through ``LogConfig``), also
 for ``validate_only``. From v5 a created topic's partition count, replication factor and configs come
-back; from v7 its topic id."""
+back; from v7 its topic id.
+
+Authorization (Kafka 4's controller, ``ControllerApis.createTopics``): CREATE on the cluster, or on
+the topic (a PREFIXED ACL lets a team create its own topics), else TOPIC_AUTHORIZATION_FAILED,
+"Authorization failed.", whether the topic exists or not. A created topic's configs, partition
+count and replication factor come back only with DESCRIBE_CONFIGS on it; otherwise its
+``topic_config_error_code`` is TOPIC_AUTHORIZATION_FAILED. The metadata log's name,
+``__cluster_metadata``, is INVALID_REQUEST whoever asks."""
 
 from __future__ import annotations
 
@@ -12,6 +19,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kafkalog.broker.auth_helper import authorize
 from kafkalog.broker.config_helper import describe_topic_configs
 from kafkalog.broker.controller_limits import EXCESSIVE_BATCH_MESSAGE, exceeds_user_op_limit
 from kafkalog.broker.error_codes import error_code_for
@@ -23,6 +32,7 @@ from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.log_manager import LogManager
+from kafkalog.storage.partition_dirs import METADATA_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +106,36 @@ def _metadata_records(apis: Any, topics: Any, counts: Counter[str]) -> int:
     return records
 
 
+def _authorized(apis: Any, request: RequestContext, names: set[str]) -> tuple[set[str], set[str]]:
+    """(creatable, describable): the names the request may create — CREATE on the cluster or on the
+    topic — and those whose configs it may see, DESCRIBE_CONFIGS on the topic (Kafka's
+    ``ControllerApis.handleCreateTopics``; the cluster check and the configs check log no denial)."""
+    t = ResourceType.TOPIC
+    if authorize(apis, request, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False):
+        creatable = set(names)
+    else:
+        creatable = {n for n in names if authorize(apis, request, AclOperation.CREATE, t, n)}
+    describable = {
+        n for n in names if authorize(apis, request, AclOperation.DESCRIBE_CONFIGS, t, n, log_denied=False)
+    }
+    return creatable, describable
+
+
+def _result(result_cls: type[Any], name: str, error: ErrorCode, message: str | None) -> Any:
+    """A topic not created."""
+    return build(
+        result_cls,
+        name=name,
+        topic_id=ZERO_UUID,
+        error_code=error,
+        error_message=message,
+        topic_config_error_code=0,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=(),
+    )
+
+
 @handles(ApiKey.CREATE_TOPICS, 2, 7)
 async def handle_create_topics_request(apis: Any, request: RequestContext, body: Any) -> Any:
     cls = response_type(ApiKey.CREATE_TOPICS, request.api_version)
@@ -103,24 +143,29 @@ async def handle_create_topics_request(apis: Any, request: RequestContext, body:
     config_cls = nested_type(cls, "CreatableTopicConfigs")
     log_manager: LogManager = apis.log_manager
     counts = Counter(t.name for t in body.topics)
-    if exceeds_user_op_limit(_metadata_records(apis, body.topics, counts)):
+    # Duplicates and the metadata log's name are answered before, and without, authorization.
+    checked = {t.name for t in body.topics if counts[t.name] == 1 and t.name != METADATA_TOPIC}
+    creatable, describable = _authorized(apis, request, checked)
+    to_create = [t for t in body.topics if t.name in creatable]
+    if exceeds_user_op_limit(_metadata_records(apis, to_create, counts)):
+        # The controller fails the whole request: every topic carries the error.
         refused = tuple(
-            build(
-                result_cls,
-                name=t.name,
-                topic_id=ZERO_UUID,
-                error_code=ErrorCode.policy_violation,
-                error_message=EXCESSIVE_BATCH_MESSAGE,
-                topic_config_error_code=0,
-                num_partitions=-1,
-                replication_factor=-1,
-                configs=(),
-            )
+            _result(result_cls, t.name, ErrorCode.policy_violation, EXCESSIVE_BATCH_MESSAGE)
             for t in body.topics
         )
         return build(cls, throttle_time=ZERO_DELAY, topics=refused)
     results = []
+    unauthorized = []  # answered after the others, as Kafka's controller appends them
     for topic in body.topics:
+        if counts[topic.name] == 1 and topic.name == METADATA_TOPIC:
+            prohibited = f"Creation of internal topic {METADATA_TOPIC} is prohibited."
+            results.append(_result(result_cls, topic.name, ErrorCode.invalid_request, prohibited))
+            continue
+        if topic.name in checked and topic.name not in creatable:
+            unauthorized.append(
+                _result(result_cls, topic.name, ErrorCode.topic_authorization_failed, "Authorization failed.")
+            )
+            continue
         error, message, partitions, config_entries = ErrorCode.none, None, -1, ()
         topic_id = ZERO_UUID
         try:
@@ -141,7 +186,8 @@ async def handle_create_topics_request(apis: Any, request: RequestContext, body:
                     request.connection_id,
                 )
                 topic_id = apis.metadata_cache.topic_id(topic.name)
-            if request.api_version >= 5:  # the created topic's configs come back from v5
+            if request.api_version >= 5 and topic.name in describable:
+                # The created topic's configs come back from v5, to whom may describe them.
                 config = (
                     LogConfig.from_props(_configs(topic), log_manager.default_config)
                     if body.validate_only
@@ -162,6 +208,10 @@ async def handle_create_topics_request(apis: Any, request: RequestContext, body:
             error, message, partitions = e.code, str(e), -1
         except KafkaLogError as e:
             error, message, partitions = error_code_for(e), str(e), -1
+        created = error == ErrorCode.none
+        # Without DESCRIBE_CONFIGS a created topic's configs, partition count and replication factor
+        # are withheld, and say why.
+        shown = created and topic.name in describable
         results.append(
             build(
                 result_cls,
@@ -169,10 +219,10 @@ async def handle_create_topics_request(apis: Any, request: RequestContext, body:
                 topic_id=topic_id,
                 error_code=error,
                 error_message=message,
-                topic_config_error_code=0,
-                num_partitions=partitions,
-                replication_factor=1 if error == ErrorCode.none else -1,
+                topic_config_error_code=ErrorCode.topic_authorization_failed if created and not shown else 0,
+                num_partitions=partitions if shown else -1,
+                replication_factor=1 if shown else -1,
                 configs=config_entries,
             )
         )
-    return build(cls, throttle_time=ZERO_DELAY, topics=tuple(results))
+    return build(cls, throttle_time=ZERO_DELAY, topics=(*results, *unauthorized))

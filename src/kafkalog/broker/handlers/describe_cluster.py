@@ -1,6 +1,10 @@
 """DescribeCluster (60), v0-v2: this node as the cluster's only broker and its controller. A request
 for the controller endpoints (v1+, endpoint type 2) gets MISMATCHED_ENDPOINT_TYPE, as a Kafka
-broker answers it."""
+broker answers it.
+
+Anyone may describe the cluster (only Kafka's controllers ask for ALTER on it). The operations a
+client asks to see (``include_cluster_authorized_operations``) are shown to a principal holding
+DESCRIBE on the cluster; to any other the field is 0 (``AuthHelper.computeDescribeClusterResponse``)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkalog.broker.authorized_operations import CLUSTER_OPERATIONS, NOT_REQUESTED, authorized_operations
+from kafkalog.broker.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kafkalog.broker.auth_helper import NOT_REQUESTED, authorize_cluster, authorized_operations
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
@@ -34,6 +39,13 @@ async def handle_describe_cluster_request(apis: Any, request: RequestContext, bo
             brokers=(),
             cluster_authorized_operations=NOT_REQUESTED,
         )
+    operations = NOT_REQUESTED
+    if body.include_cluster_authorized_operations:
+        operations = (
+            authorized_operations(apis, request, True, ResourceType.CLUSTER, CLUSTER_NAME)
+            if authorize_cluster(apis, request, AclOperation.DESCRIBE)
+            else 0
+        )
     e = apis.endpoint_for(request)
     brokers = (
         build(broker_cls, broker_id=e.node_id, host=e.host, port=e.port, rack=e.rack, is_fenced=False),
@@ -47,7 +59,5 @@ async def handle_describe_cluster_request(apis: Any, request: RequestContext, bo
         cluster_id=apis.cluster_id,
         controller_id=apis.node_id,
         brokers=brokers,
-        cluster_authorized_operations=authorized_operations(
-            body.include_cluster_authorized_operations, CLUSTER_OPERATIONS
-        ),
+        cluster_authorized_operations=operations,
     )

@@ -2,7 +2,11 @@
 default or Kafka default, with the source and synonyms), this broker's configs, static and dynamic,
 or the cluster-wide dynamic ones (``kafkalog.broker.config_helper`` decides the values), and its
 loggers' levels (BROKER_LOGGER, ``runtime_logger_manager``). Config types from v3; documentation is
-not kept (null)."""
+not kept (null).
+
+A resource needs DESCRIBE_CONFIGS on the topic, or on the cluster for the broker and its loggers;
+one refused gets TOPIC_ or CLUSTER_AUTHORIZATION_FAILED and no configs, and comes after the
+described ones, as Kafka answers."""
 
 from __future__ import annotations
 
@@ -10,10 +14,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation
+from kafkalog.broker.auth_helper import authorization_failed_message
 from kafkalog.broker.config_helper import (
     ConfigEntry,
     ConfigSource,
     ResourceType,
+    config_authorization_error,
     describe_broker_configs,
     describe_topic_configs,
 )
@@ -82,7 +89,23 @@ async def handle_describe_configs_request(apis: Any, request: RequestContext, bo
     synonym_cls = nested_type(cls, "DescribeConfigsSynonym")
     include_synonyms = getattr(body, "include_synonyms", False)
     results = []
+    refused = []
     for resource in body.resources:
+        denied = config_authorization_error(
+            apis, request, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name
+        )
+        if denied != ErrorCode.none:
+            refused.append(
+                build(
+                    result_cls,
+                    error_code=denied,
+                    error_message=authorization_failed_message(denied),
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                    configs=(),
+                )
+            )
+            continue
         error, message, entries = _entries(apis, resource)
         configs = tuple(
             build(
@@ -113,4 +136,4 @@ async def handle_describe_configs_request(apis: Any, request: RequestContext, bo
                 configs=configs,
             )
         )
-    return build(cls, throttle_time=ZERO_DELAY, results=tuple(results))
+    return build(cls, throttle_time=ZERO_DELAY, results=(*results, *refused))

@@ -8,7 +8,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkalog.broker.authorized_operations import GROUP_OPERATIONS, authorized_operations
+from kafkalog.broker.acl import AclOperation, ResourceType
+from kafkalog.broker.auth_helper import NOT_REQUESTED, authorized_operations, filter_authorized
 from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
@@ -24,8 +25,25 @@ async def handle_describe_groups_request(apis: Any, request: RequestContext, bod
     member_cls = nested_type(cls, "DescribedGroupMember")
     coordinator = group_coordinator(apis)
     asked = version >= 3 and body.include_authorized_operations
-    described = []
-    for group_id in body.groups:
+    # Groups the principal may not describe come first, as Kafka answers them before asking the
+    # coordinator about the rest.
+    allowed = filter_authorized(apis, request, AclOperation.DESCRIBE, ResourceType.GROUP, body.groups)
+    described = [
+        build(
+            group_cls,
+            error_code=ErrorCode.group_authorization_failed,
+            error_message=None,
+            group_id=group_id,
+            group_state="",
+            protocol_type="",
+            protocol_data="",
+            members=(),
+            authorized_operations=NOT_REQUESTED,
+        )
+        for group_id in body.groups
+        if group_id not in allowed
+    ]
+    for group_id in allowed:
         error, summary = coordinator.describe_group(group_id)
         message = None
         if summary is None and error == ErrorCode.none and version >= 6:
@@ -58,7 +76,7 @@ async def handle_describe_groups_request(apis: Any, request: RequestContext, bod
                 members=members,
                 # Kafka fills the field only for groups described without an error.
                 authorized_operations=authorized_operations(
-                    asked and error == ErrorCode.none, GROUP_OPERATIONS
+                    apis, request, asked and error == ErrorCode.none, ResourceType.GROUP, group_id
                 ),
             )
         )

@@ -6,7 +6,10 @@ each partition's segments and, from v4, the total and usable bytes of its volume
 A request naming no topics (null) describes every partition; otherwise only the named partitions
 this broker has, and a topic none of whose named partitions is here is left out, as Kafka does.
 The offset lag is Kafka's ``max(high watermark - log end offset, 0)``: 0 for a leader, which is
-every log here; no log is ever a "future" one (no replica is moving between directories)."""
+every log here; no log is ever a "future" one (no replica is moving between directories).
+
+Needs DESCRIBE on the cluster: otherwise no log dir is described and, from v3, the response's error
+is CLUSTER_AUTHORIZATION_FAILED (Kafka's ``handleDescribeLogDirsRequest``)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation
+from kafkalog.broker.auth_helper import authorize_cluster
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
@@ -39,6 +44,10 @@ async def handle_describe_log_dirs_request(apis: Any, request: RequestContext, b
     result_cls = nested_type(cls, "DescribeLogDirsResult")
     topic_cls = nested_type(cls, "DescribeLogDirsTopic")
     partition_cls = nested_type(cls, "DescribeLogDirsPartition")
+    if not authorize_cluster(apis, request, AclOperation.DESCRIBE):
+        return build(
+            cls, throttle_time=ZERO_DELAY, error_code=ErrorCode.cluster_authorization_failed, results=()
+        )
     wanted = None if body.topics is None else {(t.topic, int(p)) for t in body.topics for p in t.partitions}
     path = log_dir_path(apis)
     by_topic: dict[str, list[Any]] = {}

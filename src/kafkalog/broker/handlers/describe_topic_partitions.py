@@ -8,6 +8,11 @@ or the limit is reached before the next topic, ``next_cursor`` says where the ne
 A named topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an
 invalid name); a cursor whose topic is not among those named, or whose partition is negative, gets
 INVALID_REQUEST for every named topic. No authorizer: every topic's authorized operations are all a topic's.
+
+A topic needs DESCRIBE (Kafka's ``DescribeTopicPartitionsRequestHandler``), decided as the pages are
+filled: listing all topics, the others are skipped; asked by name, they are answered last with
+TOPIC_AUTHORIZATION_FAILED and no id, whether they exist or not. A topic past the page's end is
+not decided, so not answered.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkalog.broker.authorized_operations import NOT_REQUESTED, TOPIC_OPERATIONS
+from kafkalog.broker.acl import AclOperation, ResourceType
+from kafkalog.broker.auth_helper import NOT_REQUESTED, authorize, authorized_operations
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.handlers.metadata import led_partition
 from kafkalog.broker.metadata_cache import ZERO_UUID
@@ -73,8 +79,23 @@ async def handle_describe_topic_partitions_request(apis: Any, request: RequestCo
     )
 
     topics = []
+    undescribable: list[Any] = []
     next_cursor = None
     for name in sorted(names):
+        if not authorize(apis, request, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            if not fetch_all:
+                undescribable.append(
+                    build(
+                        topic_cls,
+                        error_code=ErrorCode.topic_authorization_failed,
+                        name=name,
+                        topic_id=ZERO_UUID,
+                        is_internal=False,
+                        partitions=(),
+                        topic_authorized_operations=NOT_REQUESTED,
+                    )
+                )
+            continue
         if remaining == 0:  # the previous topics filled the response: the next one starts the next
             next_cursor = build(cursor_cls, topic_name=name, partition_index=0)
             break
@@ -88,7 +109,9 @@ async def handle_describe_topic_partitions_request(apis: Any, request: RequestCo
                         topic_id=ZERO_UUID,
                         is_internal=name in INTERNAL_TOPICS,
                         partitions=(),
-                        topic_authorized_operations=TOPIC_OPERATIONS,
+                        topic_authorized_operations=authorized_operations(
+                            apis, request, True, ResourceType.TOPIC, name
+                        ),
                     )
                 )
             continue
@@ -104,11 +127,13 @@ async def handle_describe_topic_partitions_request(apis: Any, request: RequestCo
                 topic_id=cache.topic_id(name),
                 is_internal=name in INTERNAL_TOPICS,
                 partitions=partitions,
-                topic_authorized_operations=TOPIC_OPERATIONS,
+                topic_authorized_operations=authorized_operations(
+                    apis, request, True, ResourceType.TOPIC, name
+                ),
             )
         )
         if upper < count:
             next_cursor = build(cursor_cls, topic_name=name, partition_index=upper)
             break
         remaining -= len(partitions)
-    return build(cls, throttle_time=ZERO_DELAY, topics=tuple(topics), next_cursor=next_cursor)
+    return build(cls, throttle_time=ZERO_DELAY, topics=(*topics, *undescribable), next_cursor=next_cursor)

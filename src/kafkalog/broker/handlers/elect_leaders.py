@@ -4,6 +4,7 @@ ever needed. A named partition is ELECTION_NOT_NEEDED (or UNKNOWN_TOPIC_OR_PARTI
 all partitions (null) leaves out those that need no election, as Kafka does, so it answers every
 topic with no partitions. An election type other than preferred (0) or unclean (1) fails the whole
 request with INVALID_REQUEST, each named partition carrying it (``ElectLeadersRequest.getErrorResponse``).
+So does the lack of ALTER on the cluster, checked first: CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation
+from kafkalog.broker.auth_helper import authorize_cluster, not_authorized_message
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
@@ -35,23 +38,27 @@ async def handle_elect_leaders_request(apis: Any, request: RequestContext, body:
     topic_cls = nested_type(cls, "ReplicaElectionResult")
     partition_cls = nested_type(cls, "PartitionResult")
     election_type = int(getattr(body, "election_type", PREFERRED))  # v0 elects the preferred leader
-    results = []
-    if election_type not in (PREFERRED, UNCLEAN):
-        unknown = f"Unknown election type {election_type}"
-        for t in body.topic_partitions or ():
-            failed = tuple(
-                build(
-                    partition_cls, partition_id=p, error_code=ErrorCode.invalid_request, error_message=unknown
-                )
-                for p in t.partitions
+
+    def failed(error: ErrorCode, message: str) -> Any:
+        """The whole request refused, every named partition carrying the error."""
+        results = tuple(
+            build(
+                topic_cls,
+                topic=t.topic,
+                partition_result=tuple(
+                    build(partition_cls, partition_id=p, error_code=error, error_message=message)
+                    for p in t.partitions
+                ),
             )
-            results.append(build(topic_cls, topic=t.topic, partition_result=failed))
-        return build(
-            cls,
-            throttle_time=ZERO_DELAY,
-            error_code=ErrorCode.invalid_request,
-            replica_election_results=tuple(results),
+            for t in body.topic_partitions or ()
         )
+        return build(cls, throttle_time=ZERO_DELAY, error_code=error, replica_election_results=results)
+
+    if not authorize_cluster(apis, request, AclOperation.ALTER):
+        return failed(ErrorCode.cluster_authorization_failed, not_authorized_message(request))
+    if election_type not in (PREFERRED, UNCLEAN):
+        return failed(ErrorCode.invalid_request, f"Unknown election type {election_type}")
+    results = []
     if body.topic_partitions is None:
         # Every partition has its preferred leader: each topic, with nothing to report.
         results = [build(topic_cls, topic=t, partition_result=()) for t in apis.metadata_cache.topics()]

@@ -10,10 +10,13 @@ from v13 (UNKNOWN_TOPIC_ID when unknown). Follower fetches (replica id ≥ 0) ar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation, ResourceType
+from kafkalog.broker.auth_helper import authorize_cluster, authorized_names, authorizer
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.replica_manager import (
     FetchParams,
@@ -36,13 +39,45 @@ def _replica_id(body: Any) -> int:
     return int(state.replica_id) if state is not None else -1
 
 
+def _every_partition(version: int, body: Any, error: ErrorCode) -> Any:
+    """Every requested partition with ``error`` (Kafka's ``FetchResponse.partitionResponse``)."""
+    by_id = version >= 13
+    topics = [
+        FetchTopicResult(
+            name=None if by_id else topic.topic,
+            topic_id=topic.topic_id if by_id else None,
+            partitions=[
+                FetchPartitionResult(p.partition, error, -1, -1, -1, None, b"") for p in topic.partitions
+            ],
+        )
+        for topic in body.topics
+    ]
+    return encode_fetch_response(version, topics)
+
+
+def _unreadable(
+    apis: Any, request: RequestContext, wanted: Sequence[tuple[TopicPartition, FetchPartitionInfo]]
+) -> dict[TopicPartition, FetchPartitionData]:
+    """TOPIC_AUTHORIZATION_FAILED for the partitions of the topics the request may not READ."""
+    names = (tp.topic for tp, _ in wanted)
+    readable = authorized_names(apis, request, AclOperation.READ, ResourceType.TOPIC, names)
+    return {
+        tp: FetchPartitionData(ErrorCode.topic_authorization_failed)
+        for tp, _ in wanted
+        if tp.topic not in readable
+    }
+
+
 @handles(ApiKey.FETCH, 4, 18)
 async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) -> Any:
     version = request.api_version
     session_id = getattr(body, "session_id", 0)  # from v7
-    if session_id != 0 or _replica_id(body) >= 0:
-        error = ErrorCode.fetch_session_id_not_found if session_id != 0 else ErrorCode.unknown_server_error
-        return encode_fetch_response(version, (), error_code=error)
+    if session_id != 0:
+        return encode_fetch_response(version, (), error_code=ErrorCode.fetch_session_id_not_found)
+    if _replica_id(body) >= 0:
+        if not authorize_cluster(apis, request, AclOperation.CLUSTER_ACTION):
+            return _every_partition(version, body, ErrorCode.topic_authorization_failed)
+        return encode_fetch_response(version, (), error_code=ErrorCode.unknown_server_error)
     cache = apis.metadata_cache
     by_id = version >= 13
     wanted: list[tuple[TopicPartition, FetchPartitionInfo]] = []
@@ -75,7 +110,12 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
     )
     if unknown:
         params = FetchParams(0, params.min_bytes, params.max_bytes, isolation)  # errors answer at once
-    results = dict(await apis.replica_manager.fetch_messages(params, wanted))
+    results: dict[TopicPartition, FetchPartitionData] = {}
+    if authorizer(apis) is not None:  # without an authorizer, this is all that authorization costs
+        results = _unreadable(apis, request, wanted)
+        if results:
+            wanted = [(tp, info) for tp, info in wanted if tp not in results]
+    results.update(await apis.replica_manager.fetch_messages(params, wanted))
     topics = []
     for key, parts in layout:
         partitions = []

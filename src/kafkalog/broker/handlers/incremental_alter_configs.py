@@ -1,7 +1,8 @@
 """IncrementalAlterConfigs (44), v0-v1: SET / DELETE / APPEND / SUBTRACT on a topic's configs,
 validated as a whole, persisted and applied to the live logs (``config_admin_manager``); SET / DELETE
 on the broker's log levels (BROKER_LOGGER, ``runtime_logger_manager``), at once and not persisted,
-as Kafka's. A resource named twice in one request is INVALID_REQUEST, each time, and not altered."""
+as Kafka's. A resource named twice in one request is INVALID_REQUEST, each time, and not altered.
+Needs ALTER_CONFIGS on the topic, or on the cluster for the BROKER and BROKER_LOGGER resources."""
 
 from __future__ import annotations
 
@@ -15,5 +16,4 @@ from kafkalog.protocol.api_keys import ApiKey
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1)
 async def handle_incremental_alter_configs_request(apis: Any, request: RequestContext, body: Any) -> Any:
-    key = ApiKey.INCREMENTAL_ALTER_CONFIGS
-    return alter_configs_response(apis, key, request.api_version, body, incremental=True)
+    return alter_configs_response(apis, request, ApiKey.INCREMENTAL_ALTER_CONFIGS, body, incremental=True)

@@ -1,5 +1,6 @@
 """LeaveGroup (13), v0-v5 (Kafka's ``handleLeaveGroupRequest``): v0-v2 name one member; v3+ a batch
-of members, each by member id and/or ``group.instance.id``, with an error per member."""
+of members, each by member id and/or ``group.instance.id``, with an error per member. Leaving needs
+READ on the group: GROUP_AUTHORIZATION_FAILED otherwise, for the request as a whole (no members)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation, ResourceType
+from kafkalog.broker.auth_helper import authorize
 from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
@@ -18,6 +21,10 @@ from kafkalog.protocol.codec import response_type
 async def handle_leave_group_request(apis: Any, request: RequestContext, body: Any) -> Any:
     version = request.api_version
     cls = response_type(ApiKey.LEAVE_GROUP, version)
+    if not authorize(apis, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        return build(
+            cls, throttle_time=ZERO_DELAY, error_code=ErrorCode.group_authorization_failed, members=()
+        )
     if version < 3:
         leaving = [(body.member_id, None)]
     else:

@@ -4,7 +4,10 @@ asked about. v0 lists client-metrics subscriptions only — kafkalog has none. v
 resource types (empty: every type Kafka supports here), fails the whole request with
 UNSUPPORTED_VERSION if it names any other type, and lists, in Kafka's order: groups with dynamic
 configs (none: kafkalog keeps no group configs), client-metrics subscriptions (none), this node as a
-broker-logger resource and as a broker resource, then every topic (internal ones included)."""
+broker-logger resource and as a broker resource, then every topic (internal ones included).
+
+Either version needs DESCRIBE_CONFIGS on the cluster, checked first: otherwise the error is
+CLUSTER_AUTHORIZATION_FAILED and nothing is listed."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation
+from kafkalog.broker.auth_helper import authorize_cluster
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
@@ -26,6 +31,13 @@ SUPPORTED = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 async def handle_list_config_resources_request(apis: Any, request: RequestContext, body: Any) -> Any:
     cls = response_type(ApiKey.LIST_CONFIG_RESOURCES, request.api_version)
     resource_cls = nested_type(cls, "ConfigResource")
+    if not authorize_cluster(apis, request, AclOperation.DESCRIBE_CONFIGS):
+        return build(
+            cls,
+            throttle_time=ZERO_DELAY,
+            error_code=ErrorCode.cluster_authorization_failed,
+            config_resources=(),
+        )
     if request.api_version == 0:  # client-metrics subscriptions only
         return build(cls, throttle_time=ZERO_DELAY, error_code=ErrorCode.none, config_resources=())
     wanted = {int(t) for t in body.resource_types} or set(SUPPORTED)

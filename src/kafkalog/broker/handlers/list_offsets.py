@@ -2,7 +2,10 @@
 -2 earliest, -1 latest (the high watermark, or the last stable offset for read_committed), -3 the
 record with the largest timestamp, -4 earliest local, -5 latest tiered; a timestamp ≥ 0 looks up the
 first record at or after it through the time index. A found offset at or beyond what the isolation
-level may read is "not found" (-1, -1), as in Kafka."""
+level may read is "not found" (-1, -1), as in Kafka.
+
+With an authorizer each topic needs DESCRIBE; the partitions of the others get
+TOPIC_AUTHORIZATION_FAILED and come after the authorized ones, as in Kafka's response."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation, ResourceType
+from kafkalog.broker.auth_helper import authorized_names
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.replica_manager import TopicPartition
@@ -51,13 +56,19 @@ async def handle_list_offset_request(apis: Any, request: RequestContext, body: A
     topic_cls = nested_type(cls, "ListOffsetsTopicResponse")
     partition_cls = nested_type(cls, "ListOffsetsPartitionResponse")
     isolation_level = getattr(body, "isolation_level", 0)
-    topics = []
+    names = (t.name for t in body.topics)
+    describable = authorized_names(apis, request, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    topics: list[Any] = []
+    refused: list[Any] = []  # Kafka answers the unauthorized topics last
     for topic in body.topics:
         partitions = []
         for p in topic.partitions:
-            error, timestamp, offset, epoch = _lookup(
-                apis, TopicPartition(topic.name, p.partition_index), p.timestamp, isolation_level
-            )
+            if topic.name in describable:
+                error, timestamp, offset, epoch = _lookup(
+                    apis, TopicPartition(topic.name, p.partition_index), p.timestamp, isolation_level
+                )
+            else:
+                error, timestamp, offset, epoch = ErrorCode.topic_authorization_failed, -1, -1, -1
             partitions.append(
                 build(
                     partition_cls,
@@ -68,5 +79,6 @@ async def handle_list_offset_request(apis: Any, request: RequestContext, body: A
                     leader_epoch=epoch,
                 )
             )
-        topics.append(build(topic_cls, name=topic.name, partitions=tuple(partitions)))
-    return build(cls, throttle_time=ZERO_DELAY, topics=tuple(topics))
+        result = build(topic_cls, name=topic.name, partitions=tuple(partitions))
+        (topics if topic.name in describable else refused).append(result)
+    return build(cls, throttle_time=ZERO_DELAY, topics=(*topics, *refused))

@@ -2,7 +2,7 @@
 every transactional id the coordinator knows, filtered by state names (an unknown name is echoed in
 ``unknown_state_filters`` and matches nothing), producer ids, how long the transaction has been
 running (v1+: longer than ``duration_filter`` ms since it started) and a regular expression the whole
-id must match (v2+)."""
+id must match (v2+). Only the ids the principal may DESCRIBE are listed."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation, ResourceType
+from kafkalog.broker.auth_helper import authorize
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
@@ -51,6 +53,10 @@ async def handle_list_transactions_request(apis: Any, request: RequestContext, b
         if duration >= 0 and now - metadata.txn_start_timestamp <= duration:
             continue
         if pattern is not None and not pattern.fullmatch(metadata.transactional_id):
+            continue
+        if not authorize(
+            apis, request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, metadata.transactional_id
+        ):
             continue
         found.append(
             state_cls(

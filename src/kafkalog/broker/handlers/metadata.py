@@ -1,6 +1,12 @@
 """Metadata (3), v0-v13: this node as the only broker, controller and leader of every partition;
 topic ids from v10; topics auto-created (``num.partitions``) when ``auto.create.topics.enable`` and
-the request allow it (v4+; always before v4, as in Kafka)."""
+the request allow it (v4+; always before v4, as in Kafka).
+
+With an authorizer (Kafka's ``handleTopicMetadataRequest``), a topic needs DESCRIBE: asked for all
+topics, the others are left out; asked by name, a topic that may not be described is
+TOPIC_AUTHORIZATION_FAILED (no id, whether it exists or not); asked by id, it keeps its id but not
+its name (an id is no secret). Auto-creation needs CREATE on the cluster or on the topic, else
+TOPIC_AUTHORIZATION_FAILED. The cluster's authorized operations (v8-v10) are 0 without DESCRIBE on it."""
 
 from __future__ import annotations
 
@@ -9,12 +15,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkalog.broker.authorized_operations import (
-    CLUSTER_OPERATIONS,
-    NOT_REQUESTED,
-    TOPIC_OPERATIONS,
-    authorized_operations,
-)
+from kafkalog.broker.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kafkalog.broker.auth_helper import NOT_REQUESTED, authorize, authorize_cluster, authorized_operations
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.group.manager_of import group_metadata_manager
 from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
@@ -68,18 +70,25 @@ def led_partition(partition_cls: Any, index: int, node: int) -> Any:
     )
 
 
+def _failed_topic(
+    topic_cls: Any, error: ErrorCode, name: str | None, topic_id: Any, is_internal: bool
+) -> Any:
+    """A topic answered with only an error: no partitions, no authorized operations."""
+    return build(
+        topic_cls,
+        error_code=error,
+        name=name,
+        topic_id=topic_id or ZERO_UUID,
+        is_internal=is_internal,
+        partitions=(),
+        topic_authorized_operations=NOT_REQUESTED,
+    )
+
+
 def _invalid_request_response(cls: Any, topic_cls: Any, requested: list[tuple[str | None, Any]]) -> Any:
     """Kafka's ``MetadataRequest.getErrorResponse``: every topic named ("" for null) with the error."""
     topics = tuple(
-        build(
-            topic_cls,
-            error_code=ErrorCode.invalid_request,
-            name=name or "",
-            topic_id=topic_id or ZERO_UUID,
-            is_internal=False,
-            partitions=(),
-            topic_authorized_operations=NOT_REQUESTED,
-        )
+        _failed_topic(topic_cls, ErrorCode.invalid_request, name or "", topic_id, False)
         for name, topic_id in requested
     )
     return build(
@@ -105,7 +114,8 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
     node = apis.node_id
 
     requested: list[tuple[str | None, Any]]  # (name, topic id) pairs
-    if body.topics is None or (version == 0 and not body.topics):
+    all_topics = body.topics is None or (version == 0 and not body.topics)
+    if all_topics:
         requested = [(name, None) for name in cache.topics()]
     else:
         requested = [(t.name, getattr(t, "topic_id", None)) for t in body.topics]
@@ -114,33 +124,54 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
             return _invalid_request_response(cls, topic_cls, requested)
     allow_create = apis.config.auto_create_topics_enable and getattr(body, "allow_auto_topic_creation", True)
     # Asked for from v8; the cluster's field lives in DescribeCluster from v11.
-    topic_operations = authorized_operations(
-        getattr(body, "include_topic_authorized_operations", False), TOPIC_OPERATIONS
-    )
-    cluster_operations = authorized_operations(
-        getattr(body, "include_cluster_authorized_operations", False), CLUSTER_OPERATIONS
-    )
+    include_topic_operations = getattr(body, "include_topic_authorized_operations", False)
+    cluster_operations = NOT_REQUESTED
+    if getattr(body, "include_cluster_authorized_operations", False):
+        # a principal that may not describe the cluster learns none of its rights on it
+        described = authorize_cluster(apis, request, AclOperation.DESCRIBE)
+        cluster_operations = (
+            authorized_operations(apis, request, True, ResourceType.CLUSTER, CLUSTER_NAME) if described else 0
+        )
+    may_create_any: bool | None = None  # CREATE on the cluster: asked once, when a creation needs it
+
+    def may_create(topic: str) -> bool:
+        nonlocal may_create_any
+        if may_create_any is None:  # Kafka does not log this denial: CREATE on the topic may do
+            may_create_any = authorize(
+                apis, request, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+            )
+        return may_create_any or authorize(apis, request, AclOperation.CREATE, ResourceType.TOPIC, topic)
 
     topics = []
     for name, topic_id in requested:
         error = ErrorCode.none
+        by_id = name is None
         if name is None:
             found = cache.topic_name(topic_id) if topic_id is not None and topic_id != ZERO_UUID else None
             if found is None:
-                topics.append(
-                    build(
-                        topic_cls,
-                        error_code=ErrorCode.unknown_topic_id,
-                        name=None,
-                        topic_id=topic_id or ZERO_UUID,
-                        is_internal=False,
-                        partitions=(),
-                        topic_authorized_operations=NOT_REQUESTED,
-                    )
-                )
+                topics.append(_failed_topic(topic_cls, ErrorCode.unknown_topic_id, None, topic_id, False))
                 continue
             name = found
+        # Listing all topics, an undescribable one is simply not there: no denial worth logging.
+        if not authorize(
+            apis, request, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_denied=not all_topics
+        ):
+            if not all_topics:
+                topics.append(
+                    _failed_topic(
+                        topic_cls,
+                        ErrorCode.topic_authorization_failed,
+                        None if by_id else name,
+                        topic_id if by_id else None,
+                        False,
+                    )
+                )
+            continue
         if not cache.contains(name):
+            if allow_create and not may_create(name):
+                refused = ErrorCode.topic_authorization_failed
+                topics.append(_failed_topic(topic_cls, refused, name, None, name in INTERNAL_TOPICS))
+                continue
             error = _maybe_create(apis, name) if allow_create else ErrorCode.unknown_topic_or_partition
             if error == ErrorCode.none and not cache.contains(name):
                 error = ErrorCode.unknown_topic_or_partition
@@ -157,7 +188,9 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
                 topic_id=cache.topic_id(name) if error == ErrorCode.none else ZERO_UUID,
                 is_internal=name in INTERNAL_TOPICS,
                 partitions=partitions,
-                topic_authorized_operations=topic_operations,
+                topic_authorized_operations=authorized_operations(
+                    apis, request, include_topic_operations, ResourceType.TOPIC, name
+                ),
             )
         )
     endpoint = apis.endpoint_for(request)

@@ -1,7 +1,11 @@
 """OffsetDelete (47), v0 (Kafka's ``handleOffsetDeleteRequest``, KIP-496): remove a group's committed
 offsets (tombstones in ``__consumer_offsets``). GROUP_ID_NOT_FOUND for a group the coordinator does not
 know; a partition of a topic that a live member of the group subscribes to keeps its offset and gets
-GROUP_SUBSCRIBED_TO_TOPIC; a partition of a topic that does not exist, UNKNOWN_TOPIC_OR_PARTITION."""
+GROUP_SUBSCRIBED_TO_TOPIC; a partition of a topic that does not exist, UNKNOWN_TOPIC_OR_PARTITION.
+
+Authorization (KafkaApis): DELETE on the group, else GROUP_AUTHORIZATION_FAILED for the request
+before anything is looked at; then READ on each topic, else TOPIC_AUTHORIZATION_FAILED for each of
+its partitions, before the partition is looked for."""
 
 from __future__ import annotations
 
@@ -10,9 +14,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation, ResourceType
+from kafkalog.broker.auth_helper import authorize
 from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.group.manager_of import group_metadata_manager
 from kafkalog.broker.handlers import handles
+from kafkalog.broker.handlers.offset_commit import readable_topics
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
@@ -33,6 +40,11 @@ def subscribed_topics(subscription: bytes) -> set[str]:
         return set()
 
 
+def _refused(cls: type[Any], error: ErrorCode) -> Any:
+    """The answer to a request refused as a whole: a top-level error and no topics."""
+    return build(cls, error_code=error, throttle_time=ZERO_DELAY, topics=())
+
+
 @handles(ApiKey.OFFSET_DELETE, 0, 0)
 async def handle_offset_delete_request(apis: Any, request: RequestContext, body: Any) -> Any:
     cls = response_type(ApiKey.OFFSET_DELETE, request.api_version)
@@ -41,15 +53,17 @@ async def handle_offset_delete_request(apis: Any, request: RequestContext, body:
     manager = group_metadata_manager(apis)
     coordinator = group_coordinator(apis)
     group_id = body.group_id
+    if not authorize(apis, request, AclOperation.DELETE, ResourceType.GROUP, group_id):
+        return _refused(cls, ErrorCode.group_authorization_failed)
     state = coordinator.group_state(group_id)
     if state is None and not manager.has_offsets(group_id):
-        return build(cls, error_code=ErrorCode.group_id_not_found, throttle_time=ZERO_DELAY, topics=())
+        return _refused(cls, ErrorCode.group_id_not_found)
     subscribed: set[str] = set()
     group = coordinator.groups.get(group_id)
     if group is not None and state in ("Stable", "PreparingRebalance", "CompletingRebalance"):
         if group.protocol_type != "consumer":
             # Kafka's validateOffsetDelete: only a consumer group says which topics it reads
-            return build(cls, error_code=ErrorCode.non_empty_group, throttle_time=ZERO_DELAY, topics=())
+            return _refused(cls, ErrorCode.non_empty_group)
         # The topics of the current generation's protocol; a group rebalancing out of Empty has
         # none chosen yet, and (as in Kafka, whose subscription is then the empty one of the Empty
         # generation) nothing blocks the delete.
@@ -59,11 +73,14 @@ async def handle_offset_delete_request(apis: Any, request: RequestContext, body:
     errors: dict[tuple[str, int], int] = {}
     deletable = []
     cache = apis.metadata_cache
+    readable = readable_topics(apis, request, body.topics)
     for topic in body.topics:
         partitions = cache.num_partitions(topic.name) if cache.contains(topic.name) else 0
         for p in topic.partitions:
             tp = (topic.name, int(p.partition_index))
-            if not 0 <= tp[1] < partitions:  # checked before the group is, as KafkaApis does
+            if topic.name not in readable:
+                errors[tp] = int(ErrorCode.topic_authorization_failed)
+            elif not 0 <= tp[1] < partitions:  # checked before the group is, as KafkaApis does
                 errors[tp] = int(ErrorCode.unknown_topic_or_partition)
             elif topic.name in subscribed:
                 errors[tp] = int(ErrorCode.group_subscribed_to_topic)
@@ -75,10 +92,16 @@ async def handle_offset_delete_request(apis: Any, request: RequestContext, body:
         error_code=ErrorCode.none,
         throttle_time=ZERO_DELAY,
         topics=tuple(
-            topic_cls(name=topic.name, partitions=tuple(
-                partition_cls(partition_index=p.partition_index,
-                              error_code=ErrorCode(errors[(topic.name, int(p.partition_index))]))
-                for p in topic.partitions))
+            topic_cls(
+                name=topic.name,
+                partitions=tuple(
+                    partition_cls(
+                        partition_index=p.partition_index,
+                        error_code=ErrorCode(errors[(topic.name, int(p.partition_index))]),
+                    )
+                    for p in topic.partitions
+                ),
+            )
             for topic in body.topics
         ),
     )

@@ -1,21 +1,39 @@
 """Produce (0), v3-v13 (Kafka's ``handleProduceRequest``): decode with the records left as views into
 the frame, check what Kafka's ``ProduceRequest.validateRecords`` checks, hand the partitions to
-``ReplicaManager.append_records`` and answer from its callback — or not at all for acks=0."""
+``ReplicaManager.append_records`` and answer from its callback — or not at all for acks=0.
+
+With an authorizer: transactional records need WRITE on the request's TRANSACTIONAL_ID (else every
+partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic WRITE on it (else its partitions
+get TOPIC_AUTHORIZATION_FAILED, before anything says whether it exists). A failed acks=0 request
+closes the connection, as any failed acks=0 produce does."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker.acl import AclOperation, ResourceType
+from kafkalog.broker.auth_helper import (
+    authorization_failed_message,
+    authorize,
+    authorized_names,
+    authorizer,
+)
 from kafkalog.broker.handlers import ApiHandler, register
 from kafkalog.broker.replica_manager import PartitionResponse, TopicPartition
 from kafkalog.broker.request import RequestContext
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.errors import CorruptRecordError, InvalidRequestError
 from kafkalog.protocol.api_keys import ApiKey
-from kafkalog.protocol.produce_request import FIRST_TOPIC_ID, ProduceRequestData, decode_produce_request
+from kafkalog.protocol.produce_request import (
+    FIRST_TOPIC_ID,
+    ProduceRequestData,
+    TopicProduceData,
+    decode_produce_request,
+)
 from kafkalog.protocol.produce_response import (
     PartitionProduceResult,
     TopicProduceResult,
@@ -61,8 +79,9 @@ def _validate_records(version: int, records: memoryview) -> PartitionResponse | 
     return None
 
 
-def _verify_transaction(apis: Any, transactional_id: str, tp: TopicPartition,
-                        records: memoryview) -> PartitionResponse | None:
+def _verify_transaction(
+    apis: Any, transactional_id: str, tp: TopicPartition, records: memoryview
+) -> PartitionResponse | None:
     """A transactional batch must belong to the Ongoing transaction that added this partition
     (Kafka's produce-side verification, KIP-890 part 1, ``transaction.partition.verification.enable``):
     otherwise a late or stray write would open a transaction nobody ends, and hold the partition's
@@ -71,14 +90,18 @@ def _verify_transaction(apis: Any, transactional_id: str, tp: TopicPartition,
     if not batch.is_transactional or batch.producer_id < 0:
         return None
     error = transaction_coordinator(apis).verify_partition(
-        transactional_id, batch.producer_id, batch.producer_epoch, (tp.topic, tp.partition))
+        transactional_id, batch.producer_id, batch.producer_epoch, (tp.topic, tp.partition)
+    )
     if error == ErrorCode.none:
         return None
     if error == ErrorCode.invalid_txn_state:
         return _refused(ErrorCode.invalid_txn_state, "Partition was not added to the transaction")
     if error == ErrorCode.concurrent_transactions:  # retriable without a metadata refresh
-        return _refused(ErrorCode.not_enough_replicas, "Unable to verify the partition has been added to the "
-                        "transaction. Underlying error: CONCURRENT_TRANSACTIONS")
+        return _refused(
+            ErrorCode.not_enough_replicas,
+            "Unable to verify the partition has been added to the "
+            "transaction. Underlying error: CONCURRENT_TRANSACTIONS",
+        )
     return PartitionResponse(ErrorCode(error))
 
 
@@ -90,22 +113,94 @@ def _decode(frame: memoryview, offset: int, version: int) -> ProduceRequestData:
     return decode_produce_request(frame, offset, version)
 
 
+def _has_transactional_records(body: ProduceRequestData) -> bool:
+    """Whether some partition's first batch is transactional (Kafka's
+    ``RequestUtils.hasTransactionalRecords``); records too corrupt to tell are left to validation."""
+    for topic in body.topics:
+        for partition in topic.partitions:
+            if partition.records is None:
+                continue
+            try:
+                first = next(iter_batches(partition.records, in_memory=True), None)
+            except CorruptRecordError:
+                continue
+            if first is not None and first.is_transactional:
+                return True
+    return False
+
+
+def _topic_name(topic: TopicProduceData, cache: Any) -> str | None:
+    """The topic's name: as the client gave it, or (v13+) its id's (None: no such topic id)."""
+    if topic.name is not None:
+        return topic.name
+    return cache.topic_name(topic.topic_id) if topic.topic_id is not None else None
+
+
+def _topic_key(topic: TopicProduceData) -> Any:
+    """The topic as the client named it, and as the response names it: its name, or its id."""
+    return topic.name if topic.name is not None else topic.topic_id
+
+
+def _named_partitions(body: ProduceRequestData, cache: Any) -> list[tuple[Any, TopicPartition]]:
+    """(topic key, partition) of every partition, in request order."""
+    named: list[tuple[Any, TopicPartition]] = []
+    for topic in body.topics:
+        name = _topic_name(topic, cache) or ""
+        named.extend((_topic_key(topic), TopicPartition(name, p.partition_index)) for p in topic.partitions)
+    return named
+
+
+def _authorize_produce(
+    apis: Any, request: RequestContext, body: ProduceRequestData
+) -> tuple[list[TopicProduceData], list[tuple[Any, TopicPartition]]] | None:
+    """Kafka's checks before any record is looked at: transactional records need WRITE on the
+    TRANSACTIONAL_ID (None: refused, the whole request fails); each topic needs WRITE on it. The
+    topics that may be written, and the (topic key, partition) of those that may not. A topic id that
+    names no topic stays with the first: UNKNOWN_TOPIC_ID comes before authorization."""
+    transactional_id = body.transactional_id
+    if _has_transactional_records(body) and (
+        transactional_id is None
+        or not authorize(apis, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+    ):
+        return None
+    cache = apis.metadata_cache
+    named = [(topic, _topic_name(topic, cache)) for topic in body.topics]
+    names = (name for _, name in named if name is not None)
+    writable = authorized_names(apis, request, AclOperation.WRITE, ResourceType.TOPIC, names)
+    allowed: list[TopicProduceData] = []
+    denied: list[tuple[Any, TopicPartition]] = []
+    for topic, name in named:
+        if name is None or name in writable:
+            allowed.append(topic)
+        else:
+            key = _topic_key(topic)
+            denied.extend((key, TopicPartition(name, p.partition_index)) for p in topic.partitions)
+    return allowed, denied
+
+
 async def handle_produce_request(apis: Any, request: RequestContext, body: ProduceRequestData) -> Any:
     version = request.api_version
     cache = apis.metadata_cache
+    topics: Sequence[TopicProduceData] = body.topics
+    denied: list[tuple[Any, TopicPartition]] = []
+    if authorizer(apis) is not None:  # without an authorizer, this is all that authorization costs
+        authorized = _authorize_produce(apis, request, body)
+        if authorized is None:
+            return _refuse_all(version, body, cache, ErrorCode.transactional_id_authorization_failed)
+        topics, denied = authorized
     entries: dict[TopicPartition, memoryview | None] = {}
     invalid: dict[TopicPartition, PartitionResponse] = {}
     order: list[tuple[Any, TopicPartition]] = []  # (the topic as the client named it, partition)
     transactional_id = body.transactional_id
     verify = transactional_id is not None and apis.config.get_bool(
-        "transaction.partition.verification.enable")
-    for topic in body.topics:
-        name = topic.name
-        if name is None:  # v13+: by topic id
-            name = cache.topic_name(topic.topic_id) if topic.topic_id is not None else None
+        "transaction.partition.verification.enable"
+    )
+    for topic in topics:
+        name = _topic_name(topic, cache)
+        topic_key = _topic_key(topic)
         for partition in topic.partitions:
             key = TopicPartition(name if name is not None else "", partition.partition_index)
-            order.append((topic.topic_id if topic.name is None else topic.name, key))
+            order.append((topic_key, key))
             if name is None:
                 invalid[key] = PartitionResponse(ErrorCode.unknown_topic_id)
                 continue
@@ -117,19 +212,41 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
                 invalid[key] = failed
             else:
                 entries[key] = records
+    for topic_key, tp in denied:
+        order.append((topic_key, tp))
+        invalid[tp] = PartitionResponse(ErrorCode.topic_authorization_failed)
 
     results: dict[TopicPartition, PartitionResponse] = dict(invalid)
     apis.replica_manager.append_records(body.timeout_ms, body.acks, entries, results.update)
     if body.acks == 0:
-        failures = [f"{tp} ({r.error.name})" for tp, r in results.items() if r.error != ErrorCode.none]
-        if failures:
-            # The client never reads an answer: Kafka closes the connection so that it notices and
-            # refreshes its metadata.
-            raise InvalidRequestError(
-                f"acks=0 produce failed for {', '.join(failures)}; closing the connection"
-            )
+        _close_on_failure(results)
         return None
+    return _response(version, order, results)
 
+
+def _close_on_failure(results: dict[TopicPartition, PartitionResponse]) -> None:
+    failures = [f"{tp} ({r.error.name})" for tp, r in results.items() if r.error != ErrorCode.none]
+    if failures:
+        # The client never reads an answer: Kafka closes the connection so that it notices and
+        # refreshes its metadata.
+        raise InvalidRequestError(f"acks=0 produce failed for {', '.join(failures)}; closing the connection")
+
+
+def _refuse_all(version: int, body: ProduceRequestData, cache: Any, error: ErrorCode) -> list[Any] | None:
+    """Kafka's ``ProduceRequest.getErrorResponse``: every partition with the error and its message;
+    with acks=0 there is no answer to carry it, so the connection is closed."""
+    refused = PartitionResponse(error, error_message=authorization_failed_message(error))
+    order = _named_partitions(body, cache)
+    results = dict.fromkeys((tp for _, tp in order), refused)
+    if body.acks == 0:
+        _close_on_failure(results)
+        return None
+    return _response(version, order, results)
+
+
+def _response(
+    version: int, order: list[tuple[Any, TopicPartition]], results: dict[TopicPartition, PartitionResponse]
+) -> list[Any]:
     by_topic: dict[Any, list[PartitionProduceResult]] = {}
     for topic_key, tp in order:
         r = results[tp]

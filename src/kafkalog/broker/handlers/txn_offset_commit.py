@@ -7,21 +7,31 @@ for a partition the broker does not have, OFFSET_METADATA_TOO_LARGE past
 ``offset.metadata.max.bytes``. The group's partition must have joined the transaction
 (AddOffsetsToTxn, verified as Kafka 4 does when ``transaction.partition.verification.enable``):
 INVALID_TXN_STATE otherwise, INVALID_PRODUCER_EPOCH for an old epoch. v5 (KIP-890's implicit
-AddOffsetsToTxn) is not served."""
+AddOffsetsToTxn) is not served.
+
+Authorization, in KafkaApis' order, each failure refusing every partition: WRITE on the
+transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED; it stands for the producer id too), READ on
+the group (GROUP_AUTHORIZATION_FAILED); then READ on each topic (TOPIC_AUTHORIZATION_FAILED for its
+partitions), as OffsetCommit."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from kafkalog.broker.acl import AclOperation, ResourceType
+from kafkalog.broker.auth_helper import authorize
 from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.group.manager_of import group_metadata_manager
 from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.handlers.offset_commit import commit_response_topics, commit_values
+from kafkalog.broker.handlers.offset_commit import commit_response_topics, commit_values, every_partition
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
+from kafkalog.protocol.group_metadata_records import OffsetCommitValue
 
 
 def _verify(apis: Any, body: Any) -> int:
@@ -39,7 +49,13 @@ async def handle_txn_offset_commit_request(apis: Any, request: RequestContext, b
     cls = response_type(ApiKey.TXN_OFFSET_COMMIT, request.api_version)
     topic_cls = nested_type(cls, "TxnOffsetCommitResponseTopic")
     partition_cls = nested_type(cls, "TxnOffsetCommitResponsePartition")
-    errors, to_store = commit_values(apis, body.topics, apis.log_manager.time.milliseconds(), -1)
+    to_store: dict[tuple[str, int], OffsetCommitValue] = {}
+    if not authorize(apis, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+        errors = every_partition(body.topics, ErrorCode.transactional_id_authorization_failed)
+    elif not authorize(apis, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        errors = every_partition(body.topics, ErrorCode.group_authorization_failed)
+    else:
+        errors, to_store = commit_values(apis, request, body.topics, apis.log_manager.time.milliseconds(), -1)
     if to_store:
         error = group_coordinator(apis).validate_txn_offset_commit(
             body.group_id,
