@@ -6,6 +6,7 @@ configs per user; a raw socket logged in as a user."""
 from __future__ import annotations
 
 import socket
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,13 +17,16 @@ from kio.schema.errors import ErrorCode
 from kafkalog.broker.acl import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kafkalog.broker.auth_helper import authorizer
 from kafkalog.broker.embedded import Broker
+from kafkalog.broker.request import build, nested_type
 from tests.broker import _raw
 
 TIMEOUT_S = 20
 USERS = ("admin", "alice", "bob")
-JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " ".join(
-    f'user_{u}="{u}-secret"' for u in USERS
-) + ";"
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    + " ".join(f'user_{u}="{u}-secret"' for u in USERS)
+    + ";"
+)
 CONFIGS = {
     "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
     "sasl.enabled.mechanisms": "PLAIN",
@@ -98,3 +102,29 @@ def sasl_socket(broker: Broker, user: str) -> Iterator[socket.socket]:
         token = f"\0{user}\0{user}-secret".encode()
         assert _raw.request(sock, authenticate_cls(auth_bytes=token), correlation_id=2).error_code == 0
         yield sock
+
+
+def req(api_key: int, version: int, **fields: Any) -> Any:
+    """A request body of kio's class for the API and version."""
+    cls, _ = _raw.request_class(api_key, version)
+    return build(cls, **fields)
+
+
+def nested(api_key: int, version: int, struct: str, /, **fields: Any) -> Any:
+    """One of a request's nested structs."""
+    cls, _ = _raw.request_class(api_key, version)
+    return build(nested_type(cls, struct), **fields)
+
+
+def call(broker: Broker, user: str, *requests: Any) -> list[Any]:
+    """Each request's response, on one connection logged in as ``user``."""
+    with sasl_socket(broker, user) as sock:
+        return [_raw.request(sock, r, correlation_id=10 + i) for i, r in enumerate(requests)]
+
+
+def has_topic(broker: Broker, topic: str) -> bool:
+    return bool(broker.server.log_manager.has_topic(topic))
+
+
+def topic_id(broker: Broker, topic: str) -> uuid.UUID:
+    return uuid.UUID(bytes=broker.server.log_manager.topic_id(topic).bytes)

@@ -33,17 +33,20 @@ from kio.schema.errors import ErrorCode as E
 
 from kafkalog.broker.acl import AclOperation, PatternType, ResourceType
 from kafkalog.broker.embedded import Broker
-from kafkalog.broker.request import build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
 from tests.broker import _raw
 from tests.broker._authz import (
     TIMEOUT_S,
     acl,
     authorizing_broker,
+    call,
     confluent_config,
     grant,
+    has_topic,
     kafka_python_config,
-    sasl_socket,
+    nested,
+    req,
+    topic_id,
 )
 
 T, C = ResourceType.TOPIC, ResourceType.CLUSTER
@@ -65,36 +68,12 @@ def broker(tmp_path):
         yield running
 
 
-def req(api_key: int, version: int, **fields: Any) -> Any:
-    cls, _ = _raw.request_class(api_key, version)
-    return build(cls, **fields)
-
-
-def nested(api_key: int, version: int, struct: str, /, **fields: Any) -> Any:
-    cls, _ = _raw.request_class(api_key, version)
-    return build(nested_type(cls, struct), **fields)
-
-
-def call(broker: Broker, user: str, *requests: Any) -> list[Any]:
-    """Each request's response, on one connection logged in as ``user``."""
-    with sasl_socket(broker, user) as sock:
-        return [_raw.request(sock, r, correlation_id=10 + i) for i, r in enumerate(requests)]
-
-
 def node(broker: Broker) -> str:
     return str(broker.server.apis.node_id)
 
 
-def has_topic(broker: Broker, topic: str) -> bool:
-    return bool(broker.server.log_manager.has_topic(topic))
-
-
 def partitions(broker: Broker, topic: str) -> int:
     return len(broker.server.log_manager.partitions(topic))
-
-
-def topic_id(broker: Broker, topic: str) -> uuid.UUID:
-    return uuid.UUID(bytes=broker.server.log_manager.topic_id(topic).bytes)
 
 
 def ck_error(future: Any) -> Any:

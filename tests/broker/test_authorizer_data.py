@@ -28,7 +28,6 @@ from kafkalog.broker.acl import (
 )
 from kafkalog.broker.auth_helper import NOT_REQUESTED
 from kafkalog.broker.embedded import Broker
-from kafkalog.broker.request import build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.records.memory import MemoryRecordsBuilder
 from kafkalog.records.types import CompressionType, TimestampType
@@ -37,10 +36,15 @@ from tests.broker._authz import (
     TIMEOUT_S,
     acl,
     authorizing_broker,
+    call,
     confluent_config,
     grant,
+    has_topic,
     kafka_python_config,
+    nested,
+    req,
     sasl_socket,
+    topic_id,
 )
 
 T, G, C, TX = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
@@ -68,15 +72,6 @@ def log_end(broker: Broker, topic: str) -> int:
     return int(broker.server.log_manager.get_log(topic, 0).log_end_offset)
 
 
-def has_topic(broker: Broker, topic: str) -> bool:
-    return bool(broker.server.apis.metadata_cache.contains(topic))
-
-
-def topic_id(broker: Broker, topic: str) -> uuid.UUID:
-    found: uuid.UUID = broker.server.apis.metadata_cache.topic_id(topic)
-    return found
-
-
 def batch(n: int = 1, *, transactional: bool = False) -> bytes:
     producer = {"producer_id": 4000, "producer_epoch": 0, "base_sequence": 0} if transactional else {}
     builder = MemoryRecordsBuilder(
@@ -88,22 +83,6 @@ def batch(n: int = 1, *, transactional: bool = False) -> bytes:
 
 
 # -- raw requests ----------------------------------------------------------------------------------
-
-
-def req(api_key: int, version: int, **fields: Any) -> Any:
-    cls, _ = _raw.request_class(api_key, version)
-    return build(cls, **fields)
-
-
-def nested(api_key: int, version: int, struct: str, /, **fields: Any) -> Any:
-    cls, _ = _raw.request_class(api_key, version)
-    return build(nested_type(cls, struct), **fields)
-
-
-def call(broker: Broker, user: str, *requests: Any) -> list[Any]:
-    """Each request's response, on one connection logged in as ``user``."""
-    with sasl_socket(broker, user) as sock:
-        return [_raw.request(sock, r, correlation_id=10 + i) for i, r in enumerate(requests)]
 
 
 def produce_req(

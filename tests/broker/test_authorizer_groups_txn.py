@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode as E
 from kafkalog.broker.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from kafkalog.broker.auth_helper import authorize_by_resource_type
 from kafkalog.broker.embedded import Broker
-from kafkalog.broker.request import RequestContext, build, nested_type
+from kafkalog.broker.request import RequestContext
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.headers import RequestHeader
 from tests.broker import _raw
@@ -28,9 +28,12 @@ from tests.broker._authz import (
     TIMEOUT_S,
     acl,
     authorizing_broker,
+    call,
     confluent_config,
     grant,
     kafka_python_config,
+    nested,
+    req,
     sasl_socket,
 )
 
@@ -54,22 +57,6 @@ def broker(tmp_path):
         for future in admin.create_topics([NewTopic(t, 1) for t in ("t", "u")]).values():
             future.result(TIMEOUT_S)
         yield running
-
-
-def req(api_key: int, version: int, **fields: Any) -> Any:
-    cls, _ = _raw.request_class(api_key, version)
-    return build(cls, **fields)
-
-
-def nested(api_key: int, version: int, struct: str, /, **fields: Any) -> Any:
-    cls, _ = _raw.request_class(api_key, version)
-    return build(nested_type(cls, struct), **fields)
-
-
-def call(broker: Broker, user: str, *requests: Any) -> list[Any]:
-    """Each request's response, on one connection logged in as ``user``."""
-    with sasl_socket(broker, user) as sock:
-        return [_raw.request(sock, r, correlation_id=10 + i) for i, r in enumerate(requests)]
 
 
 def commit_req(group: str, offsets: dict[tuple[str, int], int], version: int = 8) -> Any:

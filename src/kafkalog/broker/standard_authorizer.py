@@ -256,16 +256,9 @@ class StandardAuthorizer:
             if acl not in self._acls and acl not in added:
                 added.append(acl)
             results.append(AclResult())
-        if added:
-            updated = {**self._acls, **dict.fromkeys(added)}
-            failure = self._persist(updated)
-            if failure is not None:
-                return [
-                    AclResult(ErrorCode.kafka_storage_error, failure) if r.error == 0 else r for r in results
-                ]
-            self._acls = updated
-            self._index()
-        return results
+        if not added:
+            return results
+        return self._replace({**self._acls, **dict.fromkeys(added)}, results)
 
     def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[AclResult]:
         """Per filter, the ACLs it matched, all removed together; a filter with an UNKNOWN part is
@@ -280,21 +273,18 @@ class StandardAuthorizer:
             matched = tuple(acl for acl in self._acls if binding_filter.matches(acl))
             removed.update(dict.fromkeys(matched))
             results.append(AclResult(acls=matched))
-        if removed:
-            updated = {acl: None for acl in self._acls if acl not in removed}
-            failure = self._persist(updated)
-            if failure is not None:
-                return [
-                    AclResult(ErrorCode.kafka_storage_error, failure) if r.error == 0 else r for r in results
-                ]
-            self._acls = updated
-            self._index()
-        return results
+        if not removed:
+            return results
+        return self._replace({acl: None for acl in self._acls if acl not in removed}, results)
 
-    def _persist(self, acls: dict[StandardAcl, None]) -> str | None:
+    def _replace(self, acls: dict[StandardAcl, None], results: list[AclResult]) -> list[AclResult]:
+        """Persist ``acls`` and serve them from now on; if the file cannot be written nothing
+        changes, and what would have succeeded is KAFKA_STORAGE_ERROR."""
         document = {"version": 1, "acls": [_acl_to_json(acl) for acl in acls]}
         try:
             write_file_atomically(self.path, (json.dumps(document, indent=2) + "\n").encode())
         except KafkaStorageError as e:
-            return str(e)
-        return None
+            return [AclResult(ErrorCode.kafka_storage_error, str(e)) if r.error == 0 else r for r in results]
+        self._acls = acls
+        self._index()
+        return results

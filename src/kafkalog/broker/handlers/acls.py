@@ -59,6 +59,13 @@ def _filter(body: Any) -> AclBindingFilter:
     )
 
 
+def _alter_refusal(apis: Any, request: RequestContext) -> tuple[ErrorCode, str] | None:
+    """Changing ACLs needs ALTER on the cluster (checked first, as Kafka's ``AclApis`` does)."""
+    if authorize_cluster(apis, request, AclOperation.ALTER):
+        return None
+    return ErrorCode.cluster_authorization_failed, not_authorized_message(request)
+
+
 @handles(ApiKey.DESCRIBE_ACLS, 1, 3)
 async def handle_describe_acls_request(apis: Any, request: RequestContext, body: Any) -> Any:
     cls = response_type(ApiKey.DESCRIBE_ACLS, request.api_version)
@@ -109,12 +116,9 @@ async def handle_create_acls_request(apis: Any, request: RequestContext, body: A
     cls = response_type(ApiKey.CREATE_ACLS, request.api_version)
     result_cls = nested_type(cls, "AclCreationResult")
     auth = authorizer(apis)
-    if not authorize_cluster(apis, request, AclOperation.ALTER) or auth is None:
-        code, message = (
-            (ErrorCode.security_disabled, _MESSAGE)
-            if auth is None
-            else (ErrorCode.cluster_authorization_failed, not_authorized_message(request))
-        )
+    refusal = _alter_refusal(apis, request)
+    if refusal is not None or auth is None:
+        code, message = refusal or (ErrorCode.security_disabled, _MESSAGE)
         result = build(result_cls, error_code=code, error_message=message)
         return build(cls, throttle_time=ZERO_DELAY, results=tuple(result for _ in body.creations))
     acls = [
@@ -141,12 +145,9 @@ async def handle_delete_acls_request(apis: Any, request: RequestContext, body: A
     result_cls = nested_type(cls, "DeleteAclsFilterResult")
     matching_cls = nested_type(cls, "DeleteAclsMatchingAcl")
     auth = authorizer(apis)
-    if not authorize_cluster(apis, request, AclOperation.ALTER) or auth is None:
-        code, message = (
-            (ErrorCode.security_disabled, _MESSAGE)
-            if auth is None
-            else (ErrorCode.cluster_authorization_failed, not_authorized_message(request))
-        )
+    refusal = _alter_refusal(apis, request)
+    if refusal is not None or auth is None:
+        code, message = refusal or (ErrorCode.security_disabled, _MESSAGE)
         result = build(result_cls, error_code=code, error_message=message, matching_acls=())
         return build(cls, throttle_time=ZERO_DELAY, filter_results=tuple(result for _ in body.filters))
     results = tuple(
