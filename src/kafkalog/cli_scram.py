@@ -148,7 +148,13 @@ def add_scram_parser(commands: Any, data_dir_arg: Callable[[argparse.ArgumentPar
     p.set_defaults(func=cmd_scram_add)
     p = actions.add_parser("delete", help="delete users' credentials for a mechanism")
     data_dir_arg(p)
-    p.add_argument("users", nargs="+", type=parse_scram_user, metavar="'SCRAM-SHA-256=[name=U]'")
+    p.add_argument(
+        "users",
+        nargs="+",
+        type=parse_scram_user,
+        metavar="'SCRAM-SHA-256=[name=U]'",
+        help="a user's credential for one mechanism, as kafka-storage.sh --add-scram names it",
+    )
     p.set_defaults(func=cmd_scram_delete)
     p = actions.add_parser("list", help="list the users and their mechanisms (never a key)")
     data_dir_arg(p)
