@@ -21,6 +21,7 @@ Denials are logged on ``kafkalog.authorizer`` at INFO, as Kafka's ``kafka.author
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ from kio.schema.errors import ErrorCode
 from kafkalog.broker.acl import (
     ALL_HOSTS,
     CLUSTER_NAME,
+    WILDCARD,
     WILDCARD_PRINCIPAL,
     AclBindingFilter,
     AclOperation,
@@ -139,7 +141,10 @@ class StandardAuthorizer:
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._acls: dict[StandardAcl, None] = dict.fromkeys(acls)  # insertion-ordered set
-        self._by_type: dict[ResourceType, list[StandardAcl]] = {}
+        # What ``authorize`` scans: the LITERAL ACLs of one resource by (type, name), and per type the
+        # ACLs that may cover many names (PREFIXED, and LITERAL "*") — not every ACL of the type.
+        self._literal: dict[tuple[ResourceType, str], list[StandardAcl]] = {}
+        self._broad: dict[ResourceType, list[StandardAcl]] = {}
         self._index()
 
     @classmethod
@@ -181,10 +186,14 @@ class StandardAuthorizer:
             ) from e
 
     def _index(self) -> None:
-        by_type: dict[ResourceType, list[StandardAcl]] = {}
+        literal: dict[tuple[ResourceType, str], list[StandardAcl]] = {}
+        broad: dict[ResourceType, list[StandardAcl]] = {}
         for acl in self._acls:
-            by_type.setdefault(acl.resource_type, []).append(acl)
-        self._by_type = by_type
+            if acl.pattern_type == PatternType.LITERAL and acl.resource_name != WILDCARD:
+                literal.setdefault((acl.resource_type, acl.resource_name), []).append(acl)
+            else:
+                broad.setdefault(acl.resource_type, []).append(acl)
+        self._literal, self._broad = literal, broad
 
     # -- deciding ------------------------------------------------------------------------------------
 
@@ -202,7 +211,8 @@ class StandardAuthorizer:
         principals = (principal, WILDCARD_PRINCIPAL)
         allowed = False
         has_resource_acls = False
-        for acl in self._by_type.get(resource_type, ()):
+        literal, broad = self._literal.get((resource_type, name), ()), self._broad.get(resource_type, ())
+        for acl in itertools.chain(literal, broad):
             if not acl.matches_resource(resource_type, name):
                 continue
             has_resource_acls = True
