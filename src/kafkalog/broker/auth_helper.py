@@ -154,15 +154,7 @@ def authorized_names(
 ) -> set[str]:
     """The names the request may ``operation``, one decision per distinct name however often the
     request repeats it (Kafka's ``filterByAuthorized``)."""
-    distinct = dict.fromkeys(names)
-    auth = authorizer(apis)
-    if auth is None:
-        return set(distinct)
-    return {
-        name
-        for name in distinct
-        if auth.authorize(request.principal, request.client_host, operation, resource_type, name)
-    }
+    return set(filter_authorized(apis, request, operation, resource_type, dict.fromkeys(names)))
 
 
 def authorized_operations(

@@ -18,7 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.acl import AclOperation, ResourceType
-from kafkalog.broker.auth_helper import authorize, filter_authorized
+from kafkalog.broker.auth_helper import authorize, authorized_names
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
@@ -32,7 +32,7 @@ def _writable_topics(apis: Any, request: RequestContext, names: list[str]) -> se
     so they come out refused, whoever asks and with or without an authorizer: a transaction never
     writes to ``__consumer_offsets`` or ``__transaction_state`` directly."""
     names = [name for name in names if name not in INTERNAL_TOPICS]
-    return set(filter_authorized(apis, request, AclOperation.WRITE, ResourceType.TOPIC, dict.fromkeys(names)))
+    return authorized_names(apis, request, AclOperation.WRITE, ResourceType.TOPIC, names)
 
 
 @handles(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3)

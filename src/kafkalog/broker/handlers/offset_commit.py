@@ -71,7 +71,7 @@ def commit_values(
 def commit_response_topics(
     topics: Any, errors: dict[tuple[str, int], int], topic_cls: Any, partition_cls: Any
 ) -> tuple[Any, ...]:
-    """An (Txn)OffsetCommit response's topics: each asked partition with its error."""
+    """An (Txn)OffsetCommit or OffsetDelete response's topics: each asked partition with its error."""
     return tuple(
         topic_cls(
             name=topic.name,

@@ -19,7 +19,7 @@ from kafkalog.broker.auth_helper import authorize
 from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.group.manager_of import group_metadata_manager
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.handlers.offset_commit import readable_topics
+from kafkalog.broker.handlers.offset_commit import commit_response_topics, readable_topics
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
@@ -91,17 +91,5 @@ async def handle_offset_delete_request(apis: Any, request: RequestContext, body:
         cls,
         error_code=ErrorCode.none,
         throttle_time=ZERO_DELAY,
-        topics=tuple(
-            topic_cls(
-                name=topic.name,
-                partitions=tuple(
-                    partition_cls(
-                        partition_index=p.partition_index,
-                        error_code=ErrorCode(errors[(topic.name, int(p.partition_index))]),
-                    )
-                    for p in topic.partitions
-                ),
-            )
-            for topic in body.topics
-        ),
+        topics=commit_response_topics(body.topics, errors, topic_cls, partition_cls),
     )
