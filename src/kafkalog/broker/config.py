@@ -10,7 +10,7 @@ precedence, so that rule lives in one place. Names a broker-side helper needs la
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -59,6 +59,24 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
     "group.max.size": str(2**31 - 1),
+    # KIP-848 consumer groups and KIP-932 share groups (Kafka's GroupCoordinatorConfig and
+    # ShareGroupConfig): kafkalog runs neither, but these give the group configs (GROUP config
+    # resource, broker/group/group_config.py) their defaults and bounds
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.max.session.timeout.ms": "60000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "group.consumer.max.heartbeat.interval.ms": "15000",
+    "group.share.session.timeout.ms": "45000",
+    "group.share.min.session.timeout.ms": "45000",
+    "group.share.max.session.timeout.ms": "60000",
+    "group.share.heartbeat.interval.ms": "5000",
+    "group.share.min.heartbeat.interval.ms": "5000",
+    "group.share.max.heartbeat.interval.ms": "15000",
+    "group.share.record.lock.duration.ms": "30000",
+    "group.share.min.record.lock.duration.ms": "15000",
+    "group.share.max.record.lock.duration.ms": "60000",
     "offsets.topic.num.partitions": "50",
     "offsets.retention.minutes": "10080",
     "offsets.retention.check.interval.ms": "600000",
@@ -96,6 +114,54 @@ def _parse_int(name: str, value: str, lo: int = -(2**63), hi: int = _LONG_MAX) -
     if not lo <= number <= hi:
         raise InvalidConfigError(f"Invalid value {value} for configuration {name}: must be in [{lo}, {hi}]")
     return number
+
+
+_INT_MAX = 2**31 - 1
+# The group coordinator configs above as (value, lower bound, upper bound), each an int within its
+# range (Kafka's ``atLeast(1)``, or ``between`` for the record-lock ones).
+_GROUP_BOUNDED = tuple(
+    (f"group.{kind}.{what}", f"group.{kind}.min.{what}", f"group.{kind}.max.{what}")
+    for kind, what in (
+        ("consumer", "heartbeat.interval.ms"),
+        ("consumer", "session.timeout.ms"),
+        ("share", "heartbeat.interval.ms"),
+        ("share", "session.timeout.ms"),
+        ("share", "record.lock.duration.ms"),
+    )
+)
+_GROUP_RANGES = {
+    "group.share.record.lock.duration.ms": (1000, 3_600_000),
+    "group.share.min.record.lock.duration.ms": (1000, 30_000),
+    "group.share.max.record.lock.duration.ms": (30_000, 3_600_000),
+}
+
+
+def _check_group_coordinator_configs(get_int: Callable[[str], int]) -> None:
+    """What Kafka's ``GroupCoordinatorConfig`` and ``ShareGroupConfig`` require at startup: each
+    value within its range and within its min and max, and a heartbeat interval below its session
+    timeout."""
+    for triple in _GROUP_BOUNDED:
+        value, lo, hi = (get_int(name) for name in triple)
+        for name, number in zip(triple, (value, lo, hi), strict=True):
+            least, most = _GROUP_RANGES.get(name, (1, _INT_MAX))
+            if number < least:
+                raise InvalidConfigError(
+                    f"Invalid value {number} for configuration {name}: Value must be at least {least}"
+                )
+            if number > most:
+                raise InvalidConfigError(
+                    f"Invalid value {number} for configuration {name}: Value must be no more than {most}"
+                )
+        if hi < lo:
+            raise InvalidConfigError(f"{triple[2]} must be greater than or equal to {triple[1]}")
+        if value < lo:
+            raise InvalidConfigError(f"{triple[0]} must be greater than or equal to {triple[1]}")
+        if value > hi:
+            raise InvalidConfigError(f"{triple[0]} must be less than or equal to {triple[2]}")
+    for kind in ("consumer", "share"):
+        heartbeat, session = f"group.{kind}.heartbeat.interval.ms", f"group.{kind}.session.timeout.ms"
+        if get_int(heartbeat) >= get_int(session):
+            raise InvalidConfigError(f"{heartbeat} must be less than {session}")
 
 
 def _parse_listener_entries(value: str, what: str = "listeners") -> list[tuple[str, str, int]]:
@@ -189,6 +255,7 @@ class KafkaConfig:
                 )
         if self.socket_request_max_bytes < 1:
             raise InvalidConfigError("socket.request.max.bytes must be at least 1")
+        _check_group_coordinator_configs(self.get_int)
 
     @classmethod
     def from_props(

@@ -2,13 +2,14 @@
 ``ConfigAdminManager``): turn the request's operations into the topic's new set of overrides, validate
 it as a whole through ``LogConfig``, then (unless ``validate_only``) persist and apply it with
 ``LogManager.alter_topic_config`` (the live logs take the new config at once). Broker configs are
-altered by ``dynamic_broker_config``; the broker's log levels (BROKER_LOGGER) are altered by
+altered by ``dynamic_broker_config``, group configs (KIP-848's GROUP resource) by
+``group.group_config``; the broker's log levels (BROKER_LOGGER) are altered by
 ``runtime_logger_manager``, through IncrementalAlterConfigs only, as in Kafka.
 
 Authorization comes where Kafka 4 has it: a resource's ALTER_CONFIGS (``config_authorization_error``)
 is checked after the broker's own preprocessing — duplicates, null values, and for the BROKER
-resource its name and the change itself — and before the controller looks at the topic, so a topic
-one may not alter is TOPIC_AUTHORIZATION_FAILED whether it exists or not. A log-level change is
+resource its name and the change itself — and before the controller looks at the topic or group, so
+a topic one may not alter is TOPIC_AUTHORIZATION_FAILED whether it exists or not. A log-level change is
 authorized in the preprocessing, before its node id is checked, and its refusal carries no message
 (Kafka's ``ApiError.fromThrowable`` drops the default one)."""
 
@@ -25,6 +26,7 @@ from kafkalog.broker.auth_helper import authorization_failed_message
 from kafkalog.broker.config_helper import ResourceType, config_authorization_error
 from kafkalog.broker.dynamic_broker_config import alter_broker_configs
 from kafkalog.broker.error_codes import error_code_for
+from kafkalog.broker.group.group_config import alter_group_configs
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.runtime_logger_manager import apply_changes_for_resource
 from kafkalog.errors import InvalidRequestError, KafkaLogError
@@ -103,7 +105,7 @@ def alter_resource_configs(
 ) -> tuple[ErrorCode, str | None]:
     """Apply (name, op, value) ``configs`` to one resource: IncrementalAlterConfigs' operations, or
     AlterConfigs' (``incremental`` false: every op a SET, and the values given replace the topic's
-    whole set of overrides); (error, message). ``request`` must hold ALTER_CONFIGS on what guards
+    or group's whole set); (error, message). ``request`` must hold ALTER_CONFIGS on what guards
     the resource."""
 
     def denied() -> ErrorCode:
@@ -133,8 +135,14 @@ def alter_resource_configs(
         return unknown
     if (error := denied()) != ErrorCode.none:
         return error, authorization_failed_message(error)
+    if resource_type == ResourceType.GROUP:
+        try:
+            alter_group_configs(apis, resource_name, configs, incremental, validate_only)
+        except KafkaLogError as e:
+            return error_code_for(e), str(e)
+        return ErrorCode.none, None
     if resource_type != ResourceType.TOPIC:
-        return unknown  # kafkalog keeps no group or client-metrics configs
+        return unknown  # kafkalog keeps no client-metrics subscriptions
     log_manager = apis.log_manager
     if not resource_name or not log_manager.has_topic(resource_name):
         return ErrorCode.unknown_topic_or_partition, f"The topic '{resource_name}' does not exist."

@@ -1,5 +1,6 @@
-"""What DescribeConfigs (and CreateTopics v5+) say about a topic's or the broker's configs (Kafka's
-``ConfigHelper``): each config's effective value, where it came from, its synonyms and its type.
+"""What DescribeConfigs (and CreateTopics v5+) say about a topic's, a group's or the broker's configs
+(Kafka's ``ConfigHelper``): each config's effective value, where it came from, its synonyms and its
+type.
 
 A topic config's value comes from the topic's override (TOPIC_CONFIG), else from a broker config
 that sets its default — this node's dynamic one (DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic
@@ -8,6 +9,10 @@ one (DYNAMIC_DEFAULT_BROKER_CONFIG), then ``server.properties`` (STATIC_BROKER_C
 Synonyms list every source that has a value, highest precedence first, as Kafka does. A broker
 config is read-only unless Kafka lets it change at runtime (``dynamic_broker_config``); a name that
 looks like a secret is sensitive and its value is withheld.
+
+A group config's value is the group's own (GROUP_CONFIG), else its default (DEFAULT_CONFIG), which
+for some is a broker config's value (``consumer.session.timeout.ms`` takes
+``group.consumer.session.timeout.ms``'s) though Kafka 4.0 names no broker synonym for it.
 
 Who may see or change a resource's configs (``config_authorization_error``): DESCRIBE_CONFIGS or
 ALTER_CONFIGS on the topic for a topic's, on the group for a group's, on the cluster for the
@@ -26,6 +31,7 @@ from kafkalog.broker import acl
 from kafkalog.broker.auth_helper import authorize
 from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
 from kafkalog.broker.dynamic_broker_config import is_dynamic
+from kafkalog.broker.group.group_config import GROUP_CONFIGS, group_config_defaults, parse_group_config
 from kafkalog.broker.request import RequestContext
 from kafkalog.storage.config import LogConfig, broker_synonyms, config_type, topic_config_for
 
@@ -36,6 +42,7 @@ __all__ = [
     "ResourceType",
     "config_authorization_error",
     "describe_broker_configs",
+    "describe_group_configs",
     "describe_topic_configs",
 ]
 
@@ -50,6 +57,7 @@ class ConfigSource:
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    GROUP_CONFIG = 8
 
 
 class ResourceType:
@@ -182,6 +190,27 @@ def describe_topic_configs(
                 _TYPE_IDS[config_type(name)],
             )
         )
+    return entries
+
+
+def describe_group_configs(
+    props: Mapping[str, str], broker: KafkaConfig, names: tuple[str, ...] | None = None
+) -> list[ConfigEntry]:
+    """Every group config (or only ``names``; unknown names are left out) of a group whose own
+    configs are ``props``, sorted by name (Kafka's ``createGroupConfigEntry``): the group's value
+    (GROUP_CONFIG) or the default (DEFAULT_CONFIG), first among the synonyms, then a broker config
+    of the same name if one is set; never read-only or sensitive."""
+    defaults = group_config_defaults(broker)
+    types = {d.name: d.type for d in GROUP_CONFIGS}
+    wanted = sorted(types) if names is None else sorted(set(names) & set(types))
+    entries = []
+    for name in wanted:
+        if name in props:
+            value, source = parse_group_config(name, props[name]), ConfigSource.GROUP_CONFIG
+        else:
+            value, source = defaults[name], ConfigSource.DEFAULT_CONFIG
+        synonyms = (ConfigSynonym(name, value, source), *_set_synonyms(broker, (name,)))
+        entries.append(ConfigEntry(name, value, source, False, False, synonyms, _TYPE_IDS[types[name]]))
     return entries
 
 

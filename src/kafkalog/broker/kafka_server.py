@@ -22,6 +22,7 @@ from kafkalog.broker.auth_helper import AUTHORIZER
 from kafkalog.broker.config import KafkaConfig, ListenerSpec
 from kafkalog.broker.dynamic_broker_config import load_dynamic_configs
 from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR
+from kafkalog.broker.group.group_config import GROUP_CONFIG_MANAGER, GroupConfigManager
 from kafkalog.broker.group.manager_of import GROUP_METADATA_MANAGER
 from kafkalog.broker.kafka_apis import BrokerEndpoint, KafkaApis
 from kafkalog.broker.metadata_cache import MetadataCache
@@ -91,6 +92,7 @@ class KafkaServer:
         }
         # The SCRAM users are read now too: a malformed file is a startup error before any log opens.
         scram = ScramCredentialStore.load(self.data_dir)
+        group_configs = GroupConfigManager.load(self.data_dir)  # and the group configs
         authorizer = StandardAuthorizer.from_config(config, self.data_dir)  # and the ACLs
         sasl_servers = {
             spec.name: sasl_server_factories(config, spec.name, lambda user, m: scram.credential(user, m))
@@ -117,7 +119,11 @@ class KafkaServer:
                 MetadataCache(self.log_manager),
                 meta.cluster_id,
                 BrokerEndpoint(config.node_id, "", first.port),
-                components={SCRAM_CREDENTIALS: scram, AUTHORIZER: authorizer},
+                components={
+                    SCRAM_CREDENTIALS: scram,
+                    AUTHORIZER: authorizer,
+                    GROUP_CONFIG_MANAGER: group_configs,
+                },
             )
             coordinator = self.apis.components.get(GROUP_COORDINATOR)
             if coordinator is not None:

@@ -1,6 +1,7 @@
-"""AlterConfigs (33), v0-v2: replace a topic's whole set of config overrides (names left out revert
-to their defaults), validated as a whole, persisted and applied (``config_admin_manager``). Needs
-ALTER_CONFIGS on the topic, or on the cluster for the BROKER resource."""
+"""AlterConfigs (33), v0-v2: replace a topic's whole set of config overrides, or a group's whole set
+of group configs (names left out revert to their defaults), validated as a whole, persisted and
+applied (``config_admin_manager``). Needs ALTER_CONFIGS on the topic or group, or on the cluster for
+the BROKER resource."""
 
 from __future__ import annotations
 

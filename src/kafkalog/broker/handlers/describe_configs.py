@@ -1,12 +1,13 @@
 """DescribeConfigs (32), v1-v4 (Kafka's ``describeConfigs``): a topic's configs (override, broker
-default or Kafka default, with the source and synonyms), this broker's configs, static and dynamic,
-or the cluster-wide dynamic ones (``kafkalog.broker.config_helper`` decides the values), and its
-loggers' levels (BROKER_LOGGER, ``runtime_logger_manager``). Config types from v3; documentation is
-not kept (null).
+default or Kafka default, with the source and synonyms), a group's (KIP-848's GROUP resource: the
+group's value or the default, for any group id, existing or not), this broker's configs, static and
+dynamic, or the cluster-wide dynamic ones (``kafkalog.broker.config_helper`` decides the values),
+and its loggers' levels (BROKER_LOGGER, ``runtime_logger_manager``). Config types from v3;
+documentation is not kept (null). No config names (null or empty): every config, as Kafka answers.
 
-A resource needs DESCRIBE_CONFIGS on the topic, or on the cluster for the broker and its loggers;
-one refused gets TOPIC_ or CLUSTER_AUTHORIZATION_FAILED and no configs, and comes after the
-described ones, as Kafka answers."""
+A resource needs DESCRIBE_CONFIGS on the topic, on the group, or on the cluster for the broker and
+its loggers; one refused gets TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED and no configs, and
+comes after the described ones, as Kafka answers."""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ from kafkalog.broker.config_helper import (
     ResourceType,
     config_authorization_error,
     describe_broker_configs,
+    describe_group_configs,
     describe_topic_configs,
 )
+from kafkalog.broker.group.group_config import group_config_manager
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.runtime_logger_manager import loggers
@@ -32,7 +35,8 @@ from kafkalog.protocol.codec import response_type
 
 
 def _entries(apis: Any, resource: Any) -> tuple[ErrorCode, str | None, list[Any]]:
-    names = None if resource.configuration_keys is None else tuple(resource.configuration_keys)
+    # Kafka's ConfigHelper describes every config when no name is given, null or empty alike.
+    names = tuple(resource.configuration_keys) if resource.configuration_keys else None
     if resource.resource_type == ResourceType.TOPIC:
         if not apis.log_manager.has_topic(resource.resource_name):
             return (
@@ -56,6 +60,11 @@ def _entries(apis: Any, resource: Any) -> tuple[ErrorCode, str | None, list[Any]
         return ErrorCode.none, None, describe_broker_configs(apis.config, names, per_broker)
     if resource.resource_type == ResourceType.BROKER_LOGGER:
         return _broker_loggers(apis.node_id, resource.resource_name, names)
+    if resource.resource_type == ResourceType.GROUP:
+        if not resource.resource_name:
+            return ErrorCode.invalid_request, "Group name must not be empty", []
+        props = group_config_manager(apis).group_config(resource.resource_name)
+        return ErrorCode.none, None, describe_group_configs(props, apis.config, names)
     return ErrorCode.invalid_request, f"Unsupported resource type: {resource.resource_type}", []
 
 

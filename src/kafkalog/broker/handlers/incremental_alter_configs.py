@@ -1,8 +1,10 @@
 """IncrementalAlterConfigs (44), v0-v1: SET / DELETE / APPEND / SUBTRACT on a topic's configs,
 validated as a whole, persisted and applied to the live logs (``config_admin_manager``); SET / DELETE
-on the broker's log levels (BROKER_LOGGER, ``runtime_logger_manager``), at once and not persisted,
-as Kafka's. A resource named twice in one request is INVALID_REQUEST, each time, and not altered.
-Needs ALTER_CONFIGS on the topic, or on the cluster for the BROKER and BROKER_LOGGER resources."""
+on a group's configs (KIP-848's GROUP resource, ``group.group_config``), validated as a whole and
+persisted; SET / DELETE on the broker's log levels (BROKER_LOGGER, ``runtime_logger_manager``), at
+once and not persisted, as Kafka's. A resource named twice in one request is INVALID_REQUEST, each
+time, and not altered. Needs ALTER_CONFIGS on the topic or group, or on the cluster for the BROKER
+and BROKER_LOGGER resources."""
 
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 ListClientMetricsResources, v1 is KIP-1142's): the resources whose configs DescribeConfigs can be
 asked about. v0 lists client-metrics subscriptions only — kafkalog has none. v1 takes a list of
 resource types (empty: every type Kafka supports here), fails the whole request with
-UNSUPPORTED_VERSION if it names any other type, and lists, in Kafka's order: groups with dynamic
-configs (none: kafkalog keeps no group configs), client-metrics subscriptions (none), this node as a
-broker-logger resource and as a broker resource, then every topic (internal ones included).
+UNSUPPORTED_VERSION if it names any other type, and lists, in Kafka's order: the groups with
+dynamic configs (``group.group_config``; a group is listed while it has a config set, whether it
+exists or not), client-metrics subscriptions (none), this node as a broker-logger resource and as a
+broker resource, then every topic (internal ones included).
 
 Either version needs DESCRIBE_CONFIGS on the cluster, checked first: otherwise the error is
 CLUSTER_AUTHORIZATION_FAILED and nothing is listed."""
@@ -17,6 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.acl import AclOperation
 from kafkalog.broker.auth_helper import authorize_cluster
+from kafkalog.broker.group.group_config import group_config_manager
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
@@ -47,6 +49,8 @@ async def handle_list_config_resources_request(apis: Any, request: RequestContex
         )
     found: list[tuple[str, int]] = []
     node = str(apis.node_id)
+    if GROUP in wanted:
+        found.extend((group, GROUP) for group in group_config_manager(apis).groups())
     if BROKER_LOGGER in wanted:
         found.append((node, BROKER_LOGGER))
     if BROKER in wanted:
