@@ -219,7 +219,8 @@ typedef struct {
     PyObject *ba;
     Py_ssize_t len;
     Py_ssize_t cap;
-    Py_ssize_t hint; /* the length last taken: the next buffer starts about that big */
+    Py_ssize_t peak; /* the most room asked of this buffer since it was last taken */
+    Py_ssize_t hint; /* the peak when last taken: the next buffer starts about that big */
 } Buf;
 
 static int buf_grow(Buf *b, Py_ssize_t need)
@@ -228,8 +229,9 @@ static int buf_grow(Buf *b, Py_ssize_t need)
         PyErr_NoMemory();
         return -1;
     }
-    /* A buffer refilled after take() starts at about the size it had then: growing it from 1 KiB
-     * again would copy it once per doubling (realloc cannot always grow in place). */
+    /* A buffer refilled after take() starts at about the most room it was asked for then (its
+     * length plus the last records area reserved): growing it from 1 KiB again, or by one doubling
+     * at its last reservation, would copy its contents (realloc cannot always grow in place). */
     Py_ssize_t cap = b->cap ? b->cap : b->hint > 1024 ? b->hint + b->hint / 8 : 1024;
     while (cap < need)
         cap *= 2;
@@ -246,9 +248,12 @@ static int buf_grow(Buf *b, Py_ssize_t need)
 
 static inline int buf_reserve(Buf *b, Py_ssize_t extra)
 {
-    if (b->len + extra <= b->cap)
+    Py_ssize_t need = b->len + extra;
+    if (need > b->peak)
+        b->peak = need;
+    if (need <= b->cap)
         return 0;
-    return buf_grow(b, b->len + extra);
+    return buf_grow(b, need);
 }
 
 #define BUF_AT(b) ((uint8_t *)PyByteArray_AS_STRING((b)->ba) + (b)->len)
@@ -275,15 +280,15 @@ static PyObject *buf_take(Buf *b)
         return NULL;
     }
     b->ba = NULL;
-    b->hint = b->len;
-    b->len = b->cap = 0;
+    b->hint = b->peak > b->len ? b->peak : b->len;
+    b->len = b->cap = b->peak = 0;
     return out;
 }
 
 static void buf_clear(Buf *b)
 {
     Py_CLEAR(b->ba);
-    b->len = b->cap = 0;
+    b->len = b->cap = b->peak = 0;
 }
 
 /* A nullable binary (or string) column: validity bitmap, int32 end offsets, data. */
@@ -536,6 +541,9 @@ static int acc_truncate(Acc *a, Py_ssize_t rows);
  * reserving that much covers every row the area can yield.
  * ------------------------------------------------------------------------------------------- */
 
+#define COPY_SLACK 16   /* spare bytes the fast lane keeps after a data buffer's reserved room */
+#define SHORT_FIELD 128 /* keys and values up to this long are copied in 16-byte words */
+
 static int bincol_reserve(BinCol *c, Py_ssize_t rows, Py_ssize_t bytes)
 {
     Py_ssize_t validity = ((c->rows + rows + 7) >> 3) - c->validity.len;
@@ -554,7 +562,9 @@ static int acc_fast_lane(Acc *a, Py_ssize_t rows, Py_ssize_t bytes)
     if (a->include_headers || rows == 0 || bytes > (Py_ssize_t)INT32_MAX - a->keys.data.len ||
         bytes > (Py_ssize_t)INT32_MAX - a->values.data.len)
         return 0;
-    if (bincol_reserve(&a->keys, rows, bytes) < 0 || bincol_reserve(&a->values, rows, bytes) < 0)
+    /* + COPY_SLACK: fastcol_put copies short keys and values in whole 16-byte words */
+    if (bincol_reserve(&a->keys, rows, bytes + COPY_SLACK) < 0 ||
+        bincol_reserve(&a->values, rows, bytes + COPY_SLACK) < 0)
         return -1;
     return 1;
 }
@@ -575,12 +585,26 @@ static inline void fastcol_open(FastCol *f, BinCol *c)
     f->nulls = 0;
 }
 
-static inline void fastcol_put(FastCol *f, Py_ssize_t row, Py_ssize_t n, const uint8_t *p, int32_t len)
+/* Copies `len` bytes of a key or value; one short enough, with `room` readable bytes at `p`, in
+ * 16-byte words (the last one overruns by up to 15 bytes: the data buffer keeps COPY_SLACK spare,
+ * and the next key or value overwrites them) instead of a call to memcpy per field. */
+static inline void copy_field(uint8_t *dst, const uint8_t *p, int32_t len, Py_ssize_t room)
+{
+    if (len <= SHORT_FIELD && room >= len + COPY_SLACK) {
+        for (int32_t o = 0; o < len; o += 16)
+            memcpy(dst + o, p + o, 16);
+    } else {
+        memcpy(dst, p, (size_t)len);
+    }
+}
+
+static inline void fastcol_put(FastCol *f, Py_ssize_t row, Py_ssize_t n, const uint8_t *p, int32_t len,
+                               Py_ssize_t room)
 {
     if ((row & 7) == 0)
         f->valid[row >> 3] = 0;
     if (len >= 0) {
-        memcpy(f->data + f->data_len, p, (size_t)len);
+        copy_field(f->data + f->data_len, p, len, room);
         f->data_len += len;
         f->valid[row >> 3] |= (uint8_t)(1u << (row & 7));
     } else {
@@ -630,8 +654,8 @@ static Py_ssize_t acc_walk_fast(Acc *a, const uint8_t *d, Py_ssize_t end, Py_ssi
         memcpy(offs + 8 * n, &off, 8);
         memcpy(tss + 8 * n, &ts, 8);
         memcpy(types + 4 * n, &ts_type, 4);
-        fastcol_put(&k, row, n, d + r.key_pos, r.key_len);
-        fastcol_put(&v, row, n, d + r.value_pos, r.value_len);
+        fastcol_put(&k, row, n, d + r.key_pos, r.key_len, end - r.key_pos);
+        fastcol_put(&v, row, n, d + r.value_pos, r.value_len, end - r.value_pos);
         row++;
         n++;
     }

@@ -209,7 +209,9 @@ static inline int next_header(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos,
 /* Inlined even where the compiler would rather call (it kept parse_record a call in _native.c). */
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* A varint of one or two bytes at q, advancing q; anything longer goes to `slow`. */
+/* A varint of one to three bytes at q (a zig-zag value within +-2^20: every length, offset delta
+ * and key or value size of a batch of up to a million records, and timestamp deltas up to about
+ * 17 minutes), advancing q; anything longer goes to `slow`. */
 #define SHORT_VARINT(q, out, slow)                                          \
     do {                                                                    \
         uint32_t b_ = (q)[0];                                               \
@@ -217,10 +219,16 @@ static inline int next_header(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos,
             (q) += 1;                                                       \
         } else {                                                            \
             uint32_t c_ = (q)[1];                                           \
-            if (c_ >= 0x80)                                                 \
-                goto slow;                                                  \
-            b_ = (b_ & 0x7F) | c_ << 7;                                     \
-            (q) += 2;                                                       \
+            if (c_ < 0x80) {                                                \
+                b_ = (b_ & 0x7F) | c_ << 7;                                 \
+                (q) += 2;                                                   \
+            } else {                                                        \
+                uint32_t t_ = (q)[2];                                       \
+                if (t_ >= 0x80)                                             \
+                    goto slow;                                              \
+                b_ = (b_ & 0x7F) | (c_ & 0x7F) << 7 | t_ << 14;             \
+                (q) += 3;                                                   \
+            }                                                               \
         }                                                                   \
         (out) = (int32_t)((b_ >> 1) ^ (uint32_t) - (int32_t)(b_ & 1));      \
     } while (0)
@@ -232,7 +240,7 @@ ALWAYS_INLINE int parse_short_record(const uint8_t *d, Py_ssize_t end, Py_ssize_
 {
     const uint8_t *q = d + *pos, *rec_end;
     int32_t length, offset_delta, key_len, value_len, ts;
-    if (end - *pos < 18) /* the length's two bytes and the margin below */
+    if (end - *pos < 19) /* the length's three bytes and the margin below */
         goto slow;
     SHORT_VARINT(q, length, slow);
     /* 16 bytes past the record stay in the buffer: a short varint read at its end cannot leave it */
