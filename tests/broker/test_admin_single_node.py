@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+import uuid
 from datetime import timedelta
 
 import confluent_kafka as ck
@@ -474,3 +476,77 @@ def test_broker_loggers_through_kafka_python(broker):
     finally:
         admin.close()
         target.setLevel(saved)
+
+
+def _describe_quorum(sock, version, topics):
+    cls, mod = _raw.request_class(55, version)
+    wanted = tuple(
+        mod.TopicData(topic_name=t, partitions=tuple(mod.PartitionData(partition_index=p) for p in ps))
+        for t, ps in topics
+    )
+    return _raw.request(sock, cls(topics=wanted))
+
+
+def test_describe_quorum_every_version(broker):
+    """A cluster of one that is its own controller: this node the only voter and the leader, no
+    observers, an empty metadata log (kafkalog keeps metadata in files), the leader's fetch and
+    caught-up times now (from v1); v2 adds no directory id and this node's listeners."""
+    node = broker.server.apis.node_id
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        for version in range(3):
+            before = int(time.time() * 1000)
+            response = _describe_quorum(sock, version, [("__cluster_metadata", [0])])
+            after = int(time.time() * 1000)
+            assert (response.error_code, getattr(response, "error_message", None)) == (ErrorCode.none, None)
+            (topic,) = response.topics
+            assert topic.topic_name == "__cluster_metadata"
+            (p,) = topic.partitions
+            assert (p.partition_index, p.error_code) == (0, ErrorCode.none)
+            assert getattr(p, "error_message", None) is None
+            assert (p.leader_id, p.leader_epoch, p.high_watermark, p.observers) == (node, 1, 0, ())
+            (voter,) = p.current_voters
+            assert (voter.replica_id, voter.log_end_offset) == (node, 0)
+            if version >= 1:
+                assert before <= voter.last_fetch_timestamp <= after
+                assert before <= voter.last_caught_up_timestamp <= after
+            if version >= 2:
+                assert voter.replica_directory_id in (None, uuid.UUID(int=0))  # kio: the zero Uuid as None
+                (described,) = response.nodes
+                assert described.node_id == node
+                assert [(x.host, x.port) for x in described.listeners] == [(host, int(port))]
+
+
+def test_describe_quorum_of_another_partition_is_unknown(broker):
+    """Anything but exactly ``__cluster_metadata``-0 gets UNKNOWN_TOPIC_OR_PARTITION on every
+    partition asked about, as Kafka's raft client answers."""
+    unknown = ErrorCode.unknown_topic_or_partition
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        for asked in (
+            [("__cluster_metadata", [1])],
+            [("two", [0])],
+            [("__cluster_metadata", [0, 1])],
+            [("__cluster_metadata", [0]), ("two", [1])],
+        ):
+            response = _describe_quorum(sock, 2, asked)
+            assert response.error_code == ErrorCode.none
+            got = [(t.topic_name, p.partition_index, p.error_code)
+                   for t in response.topics for p in t.partitions]
+            assert got == [(t, p, unknown) for t, ps in asked for p in ps]
+            assert {p.error_message for t in response.topics for p in t.partitions} == {
+                "This server does not host this topic-partition."
+            }
+
+
+def test_describe_metadata_quorum_through_kafka_python(broker):
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=TIMEOUT_S * 1000)
+    try:
+        result = admin.describe_metadata_quorum()
+    finally:
+        admin.close()
+    (topic,) = result["topics"]
+    assert topic["topic_name"] == "__cluster_metadata"
+    (p,) = topic["partitions"]
+    assert p["error"] is None
+    assert (p["leader_id"], p["leader_epoch"], p["high_watermark"]) == (broker.server.apis.node_id, 1, 0)
+    assert [v["replica_id"] for v in p["current_voters"]] == [broker.server.apis.node_id]

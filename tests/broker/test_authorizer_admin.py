@@ -499,6 +499,19 @@ def cluster_requests(broker: Broker) -> dict[str, Any]:
             ),
         ),
         "config_resources": req(ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=()),
+        "quorum": req(
+            ApiKey.DESCRIBE_QUORUM,
+            2,
+            topics=(
+                nested(
+                    ApiKey.DESCRIBE_QUORUM,
+                    2,
+                    "TopicData",
+                    topic_name="__cluster_metadata",
+                    partitions=(nested(ApiKey.DESCRIBE_QUORUM, 2, "PartitionData", partition_index=0),),
+                ),
+            ),
+        ),
     }
 
 
@@ -518,6 +531,7 @@ def errors_of(responses: dict[str, Any]) -> dict[str, tuple[int, ...]]:
         ),
         "list_reassignments": (r["list_reassignments"].error_code,),
         "config_resources": (r["config_resources"].error_code,),
+        "quorum": (r["quorum"].error_code, len(r["quorum"].topics)),
     }
 
 
@@ -532,8 +546,10 @@ def test_the_cluster_wide_apis_need_their_cluster_acls(broker):
         "reassign": (denied, denied),
         "list_reassignments": (denied,),
         "config_resources": (denied,),
+        "quorum": (denied, 0),
     }
     why = "Request {} from User:alice is not authorized."
+    assert responses["quorum"].error_message == why.format("DescribeQuorum")
     (election,) = responses["elect"].replica_election_results
     assert election.partition_result[0].error_message == why.format("ElectLeaders")
     assert responses["reassign"].error_message == why.format("AlterPartitionReassignments")
@@ -558,6 +574,7 @@ def test_the_cluster_wide_apis_need_their_cluster_acls(broker):
         "reassign": (E.none, E.none),
         "list_reassignments": (E.none,),
         "config_resources": (denied,),
+        "quorum": (E.none, 1),
     }
     grant(broker, acl(C, "kafka-cluster", ALICE, Op.DESCRIBE_CONFIGS))
     (listed,) = call(broker, "alice", requests["config_resources"])
