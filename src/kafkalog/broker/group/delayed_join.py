@@ -1,5 +1,5 @@
 """The timers of a rebalance (Kafka's ``DelayedJoin``, ``InitialDelayedJoin`` and pending-sync timeout),
-as ``loop.call_later`` handles: every parked JoinGroup/SyncGroup is answered by the time they fire.
+as ``broker.timer`` timers: every parked JoinGroup/SyncGroup is answered by the time they fire.
 
 - ``DelayedJoin``: the join phase ends when every known member has rejoined, or after the group's
   rebalance timeout (then the members that did not rejoin are dropped).
@@ -10,9 +10,10 @@ as ``loop.call_later`` handles: every parked JoinGroup/SyncGroup is answered by 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from kafkalog.broker import timer
 
 __all__ = ["DelayedJoin"]
 
@@ -21,11 +22,11 @@ __all__ = ["DelayedJoin"]
 class DelayedJoin:
     initial: bool  # an InitialDelayedJoin: never completes early, only when its delay passes
     remaining_ms: int  # for an initial join: how much longer it may be extended
-    handle: asyncio.TimerHandle | None = None
+    handle: timer.Timer | None = None
 
     def schedule(self, delay_ms: int, on_expire: Callable[[], None]) -> None:
         self.cancel()
-        self.handle = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, on_expire)
+        self.handle = timer.call_later(max(delay_ms, 0) / 1000, on_expire)
 
     def cancel(self) -> None:
         if self.handle is not None:

@@ -1,10 +1,11 @@
 """``GroupCoordinator``: the classic consumer group protocol (Kafka's ``GroupCoordinator``).
 
 Everything runs on the broker's loop thread: handlers await the coordinator, timers are
-``loop.call_later`` handles. A JoinGroup parks on a future until the join phase ends (every member
-rejoined, or the rebalance timeout, or ``group.initial.rebalance.delay.ms`` for a new group); a
-follower's SyncGroup parks until the leader's assignment is stored, or the pending-sync timeout
-drops the members that never synced. Session timers evict members that stop heartbeating.
+``broker.timer`` timers (on time to the millisecond, as Kafka's). A JoinGroup parks on a future
+until the join phase ends (every member rejoined, or the rebalance timeout, or
+``group.initial.rebalance.delay.ms`` for a new group); a follower's SyncGroup parks until the
+leader's assignment is stored, or the pending-sync timeout drops the members that never synced.
+Session timers evict members that stop heartbeating.
 
 Persistence goes through ``apis.components["group_metadata_manager"]`` (``__consumer_offsets``)
 when one is attached: ``store_group`` after each assignment and each generation of an emptied
@@ -22,6 +23,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkalog.broker import timer
 from kafkalog.broker.group.delayed_join import DelayedJoin
 from kafkalog.broker.group.group_metadata import GroupMetadata
 from kafkalog.broker.group.group_state import GroupState
@@ -593,7 +595,7 @@ class GroupCoordinator:
         if group.sync_timer is not None:
             group.sync_timer.cancel()
         generation = group.generation_id
-        group.sync_timer = asyncio.get_running_loop().call_later(
+        group.sync_timer = timer.call_later(
             group.rebalance_timeout_ms() / 1000, lambda: self._on_pending_sync_expired(group, generation)
         )
 
@@ -793,7 +795,7 @@ class GroupCoordinator:
         if not self._active:
             return
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        member.heartbeat_timer = asyncio.get_running_loop().call_later(
+        member.heartbeat_timer = timer.call_later(
             timeout / 1000, lambda: self._on_heartbeat_expired(group, member)
         )
 
@@ -827,7 +829,7 @@ class GroupCoordinator:
             if member_id in group.pending_members:
                 self._remove_pending_member(group, member_id)
 
-        group.pending_timers[member_id] = asyncio.get_running_loop().call_later(
+        group.pending_timers[member_id] = timer.call_later(
             session_timeout_ms / 1000, expire
         )
 

@@ -6,7 +6,6 @@ replacement, generations); the coordinator decides when to call them. Owned by t
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import Counter
@@ -15,6 +14,7 @@ from collections.abc import Iterator
 from kafkalog.broker.group.delayed_join import DelayedJoin
 from kafkalog.broker.group.group_state import VALID_PREVIOUS_STATES, GroupState
 from kafkalog.broker.group.member_metadata import MemberMetadata
+from kafkalog.broker.timer import Timer
 from kafkalog.errors import InvalidRequestError, KafkaLogError
 from kafkalog.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscription_topics
 
@@ -44,8 +44,8 @@ class GroupMetadata:
         self.new_member_added = False
         self.offsets_committed = False  # an accepted commit: the group holds offsets (kept when empty)
         self.delayed_join: DelayedJoin | None = None
-        self.sync_timer: asyncio.TimerHandle | None = None
-        self.pending_timers: dict[str, asyncio.TimerHandle] = {}  # session timers of pending members
+        self.sync_timer: Timer | None = None
+        self.pending_timers: dict[str, Timer] = {}  # session timers of pending members
         self._supported: Counter[str] = Counter()  # protocol -> how many members support it
 
     def __repr__(self) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from kafkalog.broker.timer import Timer
+
 __all__ = ["JoinResult", "MemberMetadata", "SyncResult"]
 
 
@@ -49,7 +51,7 @@ class MemberMetadata:
     assignment: bytes = b""
     awaiting_join: asyncio.Future[JoinResult] | None = None
     awaiting_sync: asyncio.Future[SyncResult] | None = None
-    heartbeat_timer: asyncio.TimerHandle | None = None
+    heartbeat_timer: Timer | None = None
     is_new: bool = False
 
     @property
