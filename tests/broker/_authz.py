@@ -1,10 +1,11 @@
 """Shared by the authorizer tests: a broker with ``StandardAuthorizer``, a PLAINTEXT listener (whose
 clients are ``User:ANONYMOUS``) and a SASL_PLAINTEXT one with PLAIN users ``admin`` (a super user),
 ``alice`` and ``bob`` (password ``<name>-secret``); ACLs made through the authorizer itself; clients'
-configs per user; a raw socket logged in as a user."""
+configs per user; a raw socket logged in as a user; the short names the tests write ACLs with."""
 
 from __future__ import annotations
 
+import datetime
 import socket
 import uuid
 from collections.abc import Iterator
@@ -21,7 +22,14 @@ from kafkalog.broker.request import build, nested_type
 from tests.broker import _raw
 
 TIMEOUT_S = 20
+SECOND = datetime.timedelta(seconds=1)
 USERS = ("admin", "alice", "bob")
+ALICE, BOB = "User:alice", "User:bob"
+# Short names for the ACLs the tests grant: acl(T, "orders", ALICE, Op.READ, DENY)
+T, G, C, TX = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
+Op = AclOperation
+DENY = AclPermissionType.DENY
+PREFIXED = PatternType.PREFIXED
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
     + " ".join(f'user_{u}="{u}-secret"' for u in USERS)

@@ -31,12 +31,18 @@ from kafka.admin import ConfigResourceType as KpConfigResourceType
 from kafka.admin import NewPartitions as KpNewPartitions
 from kio.schema.errors import ErrorCode as E
 
-from kafkalog.broker.acl import AclOperation, PatternType, ResourceType
+from kafkalog.broker.acl import AclOperation
 from kafkalog.broker.embedded import Broker
 from kafkalog.protocol.api_keys import ApiKey
 from tests.broker import _raw
 from tests.broker._authz import (
+    ALICE,
+    BOB,
+    PREFIXED,
     TIMEOUT_S,
+    C,
+    Op,
+    T,
     acl,
     authorizing_broker,
     call,
@@ -49,10 +55,6 @@ from tests.broker._authz import (
     topic_id,
 )
 
-T, C = ResourceType.TOPIC, ResourceType.CLUSTER
-Op = AclOperation
-PREFIXED = PatternType.PREFIXED
-ALICE, BOB = "User:alice", "User:bob"
 TIMEOUT = datetime.timedelta(seconds=TIMEOUT_S)
 # Config resource types (Kafka's ConfigResource.Type ids).
 TOPIC_CONFIGS, BROKER_CONFIGS, LOGGER_CONFIGS = 2, 4, 8

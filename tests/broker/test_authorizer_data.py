@@ -22,9 +22,6 @@ from kio.schema.errors import ErrorCode as E
 from kafkalog.broker.acl import (
     SUPPORTED_OPERATIONS,
     AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
 )
 from kafkalog.broker.auth_helper import NOT_REQUESTED
 from kafkalog.broker.embedded import Broker
@@ -33,7 +30,17 @@ from kafkalog.records.memory import MemoryRecordsBuilder
 from kafkalog.records.types import CompressionType, TimestampType
 from tests.broker import _raw
 from tests.broker._authz import (
+    ALICE,
+    BOB,
+    DENY,
+    PREFIXED,
+    SECOND,
     TIMEOUT_S,
+    TX,
+    C,
+    G,
+    Op,
+    T,
     acl,
     authorizing_broker,
     call,
@@ -46,13 +53,6 @@ from tests.broker._authz import (
     sasl_socket,
     topic_id,
 )
-
-T, G, C, TX = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
-Op = AclOperation
-DENY = AclPermissionType.DENY
-PREFIXED = PatternType.PREFIXED
-ALICE, BOB = "User:alice", "User:bob"
-SECOND = datetime.timedelta(seconds=1)
 
 
 @pytest.fixture

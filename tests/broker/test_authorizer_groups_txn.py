@@ -17,7 +17,7 @@ from kafka import errors as kafka_errors
 from kafka.structs import OffsetAndMetadata
 from kio.schema.errors import ErrorCode as E
 
-from kafkalog.broker.acl import AclOperation, AclPermissionType, PatternType, ResourceType
+from kafkalog.broker.acl import AclOperation
 from kafkalog.broker.auth_helper import authorize_by_resource_type
 from kafkalog.broker.embedded import Broker
 from kafkalog.broker.request import RequestContext
@@ -25,7 +25,17 @@ from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.headers import RequestHeader
 from tests.broker import _raw
 from tests.broker._authz import (
+    ALICE,
+    BOB,
+    DENY,
+    PREFIXED,
+    SECOND,
     TIMEOUT_S,
+    TX,
+    C,
+    G,
+    Op,
+    T,
     acl,
     authorizing_broker,
     call,
@@ -37,12 +47,6 @@ from tests.broker._authz import (
     sasl_socket,
 )
 
-T, G, C, TX = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
-Op = AclOperation
-DENY = AclPermissionType.DENY
-PREFIXED = PatternType.PREFIXED
-ALICE, BOB = "User:alice", "User:bob"
-SECOND = datetime.timedelta(seconds=1)
 SINGLE_PARTITIONS = {
     "num.partitions": "1",
     "offsets.topic.num.partitions": "1",
