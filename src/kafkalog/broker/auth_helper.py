@@ -16,15 +16,9 @@ from typing import Any, TypeVar
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.acl import (
-    ALL_HOSTS,
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
-    WILDCARD,
-    WILDCARD_PRINCIPAL,
-    AclBindingFilter,
     AclOperation,
-    AclPermissionType,
-    PatternType,
     ResourceType,
 )
 from kafkalog.broker.request import RequestContext
@@ -77,51 +71,12 @@ def authorize_cluster(apis: Any, request: RequestContext, operation: AclOperatio
 def authorize_by_resource_type(
     apis: Any, request: RequestContext, operation: AclOperation, resource_type: ResourceType
 ) -> bool:
-    """Whether the request may ``operation`` on some resource of the type, whichever (Kafka's
-    ``Authorizer.authorizeByResourceType``, which StandardAuthorizer inherits): an ALLOW for the
-    principal and host on some name or prefix that no DENY covers. Only the operation itself or ALL
-    counts (no implied DESCRIBE)."""
+    """Whether the request may ``operation`` on some resource of the type, whichever
+    (``StandardAuthorizer.authorize_by_resource_type``); everything without an authorizer."""
     auth = authorizer(apis)
     if auth is None:
         return True
-    # A made-up name first: it lets super users through whatever the DENYs say, and honours
-    # allow.everyone.if.no.acl.found for a resource no ACL speaks about.
-    if auth.authorize(
-        request.principal, request.client_host, operation, resource_type, "hardcode", log_denied=False
-    ):
-        return True
-    of_type = AclBindingFilter(
-        resource_type, None, PatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
-    )
-    denied_literals: set[str] = set()
-    denied_prefixes: set[str] = set()
-    allowed: list[tuple[PatternType, str]] = []
-    wildcard_allowed = False
-    for acl in auth.acls(of_type):
-        if acl.principal not in (request.principal, WILDCARD_PRINCIPAL):
-            continue
-        if acl.host not in (ALL_HOSTS, request.client_host):
-            continue
-        if acl.operation not in (operation, AclOperation.ALL):
-            continue
-        literal = acl.pattern_type == PatternType.LITERAL
-        if acl.permission_type == AclPermissionType.DENY:
-            if literal and acl.resource_name == WILDCARD:
-                return False  # denied on every resource of the type
-            (denied_literals if literal else denied_prefixes).add(acl.resource_name)
-        elif acl.permission_type == AclPermissionType.ALLOW:
-            if literal and acl.resource_name == WILDCARD:
-                wildcard_allowed = True
-            else:
-                allowed.append((acl.pattern_type, acl.resource_name))
-    if wildcard_allowed:
-        return True
-    # An allowed name or prefix counts unless a DENY covers it all: the same literal, or a prefix of it.
-    return any(
-        not (pattern == PatternType.LITERAL and name in denied_literals)
-        and not any(name.startswith(prefix) for prefix in denied_prefixes)
-        for pattern, name in allowed
-    )
+    return auth.authorize_by_resource_type(request.principal, request.client_host, operation, resource_type)
 
 
 def filter_authorized(

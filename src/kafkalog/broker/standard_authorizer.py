@@ -67,6 +67,11 @@ class AclResult:
     acls: tuple[StandardAcl, ...] = ()  # a deletion's matched (and removed) ACLs
 
 
+def _concerns(acl: StandardAcl, principal: str, host: str) -> bool:
+    """Whether ``acl`` speaks to this principal (or to every one) connecting from this host (or any)."""
+    return acl.principal in (principal, WILDCARD_PRINCIPAL) and acl.host in (ALL_HOSTS, host)
+
+
 def _grants(acl: StandardAcl, operation: AclOperation) -> bool:
     """Whether ``acl`` (principal and host already matched) speaks to ``operation``."""
     if acl.operation == _O.ALL:
@@ -208,7 +213,6 @@ class StandardAuthorizer:
     ) -> bool:
         if principal in self.super_users:
             return True
-        principals = (principal, WILDCARD_PRINCIPAL)
         allowed = False
         has_resource_acls = False
         literal, broad = self._literal.get((resource_type, name), ()), self._broad.get(resource_type, ())
@@ -216,9 +220,7 @@ class StandardAuthorizer:
             if not acl.matches_resource(resource_type, name):
                 continue
             has_resource_acls = True
-            if acl.principal not in principals or acl.host not in (ALL_HOSTS, host):
-                continue
-            if not _grants(acl, operation):
+            if not _concerns(acl, principal, host) or not _grants(acl, operation):
                 continue
             if acl.permission_type == AclPermissionType.DENY:
                 if log_denied:
@@ -232,6 +234,45 @@ class StandardAuthorizer:
         if log_denied:
             self._log_denied(principal, host, operation, resource_type, name, "no matching ALLOW ACL")
         return False
+
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether ``principal`` may ``operation`` on some resource of the type, whichever (Kafka's
+        ``Authorizer.authorizeByResourceType``, which StandardAuthorizer inherits): an ALLOW for the
+        principal and host on some name or prefix that no DENY covers. Only the operation itself or
+        ALL counts (no implied DESCRIBE)."""
+        # A made-up name first: it lets super users through whatever the DENYs say, and honours
+        # allow.everyone.if.no.acl.found for a resource no ACL speaks about.
+        if self.authorize(principal, host, operation, resource_type, "hardcode", log_denied=False):
+            return True
+        denied_literals: set[str] = set()
+        denied_prefixes: set[str] = set()
+        allowed: list[tuple[PatternType, str]] = []
+        wildcard_allowed = False
+        for acl in self._acls:
+            if acl.resource_type != resource_type or not _concerns(acl, principal, host):
+                continue
+            if acl.operation not in (operation, _O.ALL):
+                continue
+            literal = acl.pattern_type == PatternType.LITERAL
+            if acl.permission_type == AclPermissionType.DENY:
+                if literal and acl.resource_name == WILDCARD:
+                    return False  # denied on every resource of the type
+                (denied_literals if literal else denied_prefixes).add(acl.resource_name)
+            elif acl.permission_type == AclPermissionType.ALLOW:
+                if literal and acl.resource_name == WILDCARD:
+                    wildcard_allowed = True
+                else:
+                    allowed.append((acl.pattern_type, acl.resource_name))
+        if wildcard_allowed:
+            return True
+        # An allowed name or prefix counts unless a DENY covers it all: the same literal, or a prefix.
+        return any(
+            not (pattern == PatternType.LITERAL and name in denied_literals)
+            and not any(name.startswith(prefix) for prefix in denied_prefixes)
+            for pattern, name in allowed
+        )
 
     @staticmethod
     def _log_denied(
