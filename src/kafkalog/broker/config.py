@@ -18,13 +18,21 @@ from typing import Any
 
 from kafkalog.errors import InvalidConfigError
 from kafkalog.storage.config import LogConfig
+from kafkalog.storage.config_def import (
+    INT_MAX,
+    LONG_MAX,
+    LONG_MIN,
+    invalid,
+    java_int,
+    java_trim,
+    parse_boolean,
+)
 from kafkalog.storage.java_properties import read_properties_file
 
 __all__ = ["BROKER_DEFAULTS", "KafkaConfig", "ListenerSpec"]
 
 log = logging.getLogger(__name__)
 
-_LONG_MAX = 2**63 - 1
 
 # Kafka's broker configs this broker reads, with Kafka's defaults (as strings, as in a properties file).
 BROKER_DEFAULTS: dict[str, str] = {
@@ -48,7 +56,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "connections.max.idle.ms": "600000",
     "max.connections": str(2**31 - 1),
     "log.retention.check.interval.ms": "300000",
-    "log.flush.scheduler.interval.ms": str(_LONG_MAX),
+    "log.flush.scheduler.interval.ms": str(LONG_MAX),
     "log.flush.offset.checkpoint.interval.ms": "60000",
     "log.flush.start.offset.checkpoint.interval.ms": "60000",
     "log.dirs": "",
@@ -97,26 +105,15 @@ BROKER_DEFAULTS: dict[str, str] = {
 }
 
 
-def _parse_bool(name: str, value: str) -> bool:
-    text = value.strip().lower()
-    if text not in ("true", "false"):
-        raise InvalidConfigError(
-            f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
-        )
-    return text == "true"
-
-
-def _parse_int(name: str, value: str, lo: int = -(2**63), hi: int = _LONG_MAX) -> int:
-    try:
-        number = int(value.strip())
-    except ValueError:
-        raise InvalidConfigError(f"Invalid value {value} for configuration {name}: Not a number") from None
+def _parse_int(name: str, value: str, lo: int = LONG_MIN, hi: int = LONG_MAX) -> int:
+    number = java_int(java_trim(value), LONG_MIN, LONG_MAX)
+    if number is None:
+        raise invalid(name, value, "Not a number")
     if not lo <= number <= hi:
-        raise InvalidConfigError(f"Invalid value {value} for configuration {name}: must be in [{lo}, {hi}]")
+        raise invalid(name, value, f"must be in [{lo}, {hi}]")
     return number
 
 
-_INT_MAX = 2**31 - 1
 # The group coordinator configs above as (value, lower bound, upper bound), each an int within its
 # range (Kafka's ``atLeast(1)``, or ``between`` for the record-lock ones).
 _GROUP_BOUNDED = tuple(
@@ -143,7 +140,7 @@ def _check_group_coordinator_configs(get_int: Callable[[str], int]) -> None:
     for triple in _GROUP_BOUNDED:
         value, lo, hi = (get_int(name) for name in triple)
         for name, number in zip(triple, (value, lo, hi), strict=True):
-            least, most = _GROUP_RANGES.get(name, (1, _INT_MAX))
+            least, most = _GROUP_RANGES.get(name, (1, INT_MAX))
             if number < least:
                 raise InvalidConfigError(
                     f"Invalid value {number} for configuration {name}: Value must be at least {least}"
@@ -299,7 +296,7 @@ class KafkaConfig:
         return _parse_int(name, self.get_str(name, None if default is None else str(default)))
 
     def get_bool(self, name: str, default: bool | None = None) -> bool:
-        return _parse_bool(name, self.get_str(name, None if default is None else str(default).lower()))
+        return parse_boolean(name, self.get_str(name, None if default is None else str(default).lower()))
 
     # --- the configs the core broker uses ---
 

@@ -2,8 +2,9 @@
 
 ``LogConfig`` holds every topic config of Kafka's ``LogConfig`` (3.9-era values: ``segment.bytes``
 min 14, ``message.timestamp.after.max.ms`` default Long.MAX). Values are parsed the way Kafka's
-``ConfigDef`` parses its string forms and checked against the same validators, so a config Kafka
-accepts is accepted here and one it rejects raises ``InvalidConfigError`` naming key and reason.
+``ConfigDef`` parses its string forms (``config_def``) and checked against the same validators, so
+a config Kafka accepts is accepted here and one it rejects raises ``InvalidConfigError`` naming key
+and reason.
 
 Per-topic overrides are persisted in ``kafkalog-topic-configs.json`` at the top of the data
 directory (a plain file: Kafka treats every sub-directory as a partition). Directories written before
@@ -25,6 +26,22 @@ from typing import Any
 
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
 from kafkalog.records.types import MAGIC_V0, MAGIC_V1, MAGIC_V2, CompressionType, TimestampType
+from kafkalog.storage.config_def import (
+    INT_MIN,
+    LONG_MAX,
+    at_least,
+    between,
+    each_of,
+    invalid,
+    java_trim,
+    one_of,
+    parse_boolean,
+    parse_double,
+    parse_int,
+    parse_list,
+    parse_long,
+    parse_string,
+)
 from kafkalog.storage.files import write_file_atomically
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem
 from kafkalog.storage.log_file_utils import validate_topic_name
@@ -40,10 +57,6 @@ __all__ = [
     "write_topic_configs",
 ]
 
-_INT_MAX = 2**31 - 1
-_INT_MIN = -(2**31)
-_LONG_MAX = 2**63 - 1
-_LONG_MIN = -(2**63)
 
 TOPIC_CONFIGS_FILE = "kafkalog-topic-configs.json"
 TOPIC_CONFIGS_VERSION = 1
@@ -98,152 +111,36 @@ def _metadata_version_index(text: str) -> int | None:
     return _IBP_INDEX.get(key)
 
 
-# --- ConfigDef-style parsing -----------------------------------------------------------------------
-
-
-def _invalid(name: str, value: object, reason: str) -> InvalidConfigError:
-    # Kafka's ConfigException wording: "Invalid value X for configuration NAME: reason".
-    return InvalidConfigError(f"Invalid value {value} for configuration {name}: {reason}")
-
-
-_JAVA_INT_RE = re.compile(r"[+-]?[0-9]+")
-_JAVA_DOUBLE_RE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?")
-_LIST_SPLIT = re.compile(r"\s*,\s*")
-
-
-def _parse_integer(name: str, value: object, lo: int, hi: int, type_name: str) -> int:
-    kind = "INT" if hi == _INT_MAX else "LONG"
-    if isinstance(value, bool):
-        raise _invalid(name, value, f"Expected value to be a {type_name}, but it was a bool")
-    if isinstance(value, int):
-        if not lo <= value <= hi:
-            raise _invalid(name, value, f"Not a number of type {kind}")
-        return value
-    if isinstance(value, str):
-        # Integer.parseInt / Long.parseLong after ConfigDef's trim: no '_', no other whitespace.
-        text = value.strip()
-        if _JAVA_INT_RE.fullmatch(text) and lo <= int(text) <= hi:
-            return int(text)
-        raise _invalid(name, value, f"Not a number of type {kind}")
-    raise _invalid(name, value, f"Expected value to be a {type_name}, but it was a {type(value).__name__}")
-
-
-def _parse_int(name: str, value: object) -> int:
-    return _parse_integer(name, value, _INT_MIN, _INT_MAX, "32-bit integer")
-
-
-def _parse_long(name: str, value: object) -> int:
-    return _parse_integer(name, value, _LONG_MIN, _LONG_MAX, "64-bit integer (long)")
-
-
-def _parse_double(name: str, value: object) -> float:
-    if isinstance(value, bool):
-        raise _invalid(name, value, "Expected value to be a double, but it was a bool")
-    if isinstance(value, int | float):
-        result = float(value)
-    elif isinstance(value, str) and _JAVA_DOUBLE_RE.fullmatch(value.strip()):
-        result = float(value.strip().rstrip("fFdD"))
-    else:
-        raise _invalid(name, value, "Not a number of type DOUBLE")
-    if math.isnan(result):
-        # Kafka's Range check lets NaN through (every comparison is false); NaN is refused here
-        # because a NaN config can never compare equal to itself.
-        raise _invalid(name, value, "NaN is not a usable value")
-    return result
-
-
-def _parse_boolean(name: str, value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("true", "false"):
-            return text == "true"
-    raise _invalid(name, value, "Expected value to be either true or false")
-
-
-def _parse_string(name: str, value: object) -> str:
-    if isinstance(value, str):
-        return value.strip()
-    raise _invalid(name, value, f"Expected value to be a string, but it was a {type(value).__name__}")
-
-
-def _parse_list(name: str, value: object) -> tuple[str, ...]:
-    if isinstance(value, list | tuple):
-        if not all(isinstance(item, str) for item in value):
-            raise _invalid(name, value, "Expected a comma separated list.")
-        return tuple(value)
-    if isinstance(value, str):
-        text = value.strip()
-        return tuple(_LIST_SPLIT.split(text)) if text else ()
-    raise _invalid(name, value, "Expected a comma separated list.")
+# --- the topic configs' own parser and validators (the common ones are config_def's) ----------------
 
 
 def _parse_timestamp_type(name: str, value: object) -> TimestampType:
     if isinstance(value, TimestampType) and value is not TimestampType.NO_TIMESTAMP_TYPE:
         return value
-    text = _parse_string(name, value)
+    text = parse_string(name, value)
     if text not in ("CreateTime", "LogAppendTime"):
-        raise _invalid(name, value, "String must be one of: CreateTime, LogAppendTime")
+        raise invalid(name, value, "String must be one of: CreateTime, LogAppendTime")
     return TimestampType.for_name(text)
-
-
-# --- validators (ConfigDef.Range / ValidString / ValidList and Kafka's custom ones) -----------------
-
-
-def _at_least(minimum: int) -> Callable[[str, Any], None]:
-    def check(name: str, value: Any) -> None:
-        if value < minimum:
-            raise _invalid(name, value, f"Value must be at least {minimum}")
-
-    return check
-
-
-def _between(lo: float, hi: float) -> Callable[[str, Any], None]:
-    def check(name: str, value: Any) -> None:
-        if value < lo:
-            raise _invalid(name, value, f"Value must be at least {lo}")
-        if value > hi:
-            raise _invalid(name, value, f"Value must be no more than {hi}")
-
-    return check
-
-
-def _one_of(*allowed: str) -> Callable[[str, Any], None]:
-    def check(name: str, value: Any) -> None:
-        if value not in allowed:  # case-sensitive, like ConfigDef.ValidString
-            raise _invalid(name, value, f"String must be one of: {', '.join(allowed)}")
-
-    return check
-
-
-def _each_of(*allowed: str) -> Callable[[str, Any], None]:
-    def check(name: str, value: Any) -> None:
-        for item in value:
-            if item not in allowed:
-                raise _invalid(name, item, f"String must be one of: {', '.join(allowed)}")
-
-    return check
 
 
 def _gzip_level(name: str, value: Any) -> None:
     # 1..9, or -1 (zlib's default level).
     if value > 9 or (value < 1 and value != -1):
-        raise _invalid(name, value, "Value must be between 1 and 9 or equal to -1")
+        raise invalid(name, value, "Value must be between 1 and 9 or equal to -1")
 
 
 def _metadata_version(name: str, value: Any) -> None:
     if _metadata_version_index(value) is None:
-        raise _invalid(name, value, f"Version {value} is not a valid version")
+        raise invalid(name, value, f"Version {value} is not a valid version")
 
 
 _REPLICA_PAIR = re.compile(r"([0-9]+:[0-9]+)?")
 
 
 def _throttled_replicas(name: str, value: Any) -> None:
-    items = [item.strip() for item in value]
+    items = [java_trim(item) for item in value]
     if not (all(_REPLICA_PAIR.fullmatch(item) for item in items) or "".join(items) == "*"):
-        raise _invalid(
+        raise invalid(
             name, ",".join(value),
             f"{name} must be the literal '*' or a list of replicas in the following format: "
             "[partitionId]:[brokerId],[partitionId]:[brokerId],...",
@@ -262,48 +159,48 @@ class _ConfigKey:
         return self.name.replace(".", "_")
 
 
-_L = _parse_long
-_I = _parse_int
-_B = _parse_boolean
+_L = parse_long
+_I = parse_int
+_B = parse_boolean
 
 _CONFIG_KEYS: tuple[_ConfigKey, ...] = (
-    _ConfigKey("segment.bytes", _I, 1024 * 1024 * 1024, _at_least(14)),
-    _ConfigKey("segment.ms", _L, 7 * 24 * 3600 * 1000, _at_least(1)),
-    _ConfigKey("segment.jitter.ms", _L, 0, _at_least(0)),
-    _ConfigKey("segment.index.bytes", _I, 10 * 1024 * 1024, _at_least(4)),
-    _ConfigKey("flush.messages", _L, _LONG_MAX, _at_least(1)),
-    _ConfigKey("flush.ms", _L, _LONG_MAX, _at_least(0)),
+    _ConfigKey("segment.bytes", _I, 1024 * 1024 * 1024, at_least(14)),
+    _ConfigKey("segment.ms", _L, 7 * 24 * 3600 * 1000, at_least(1)),
+    _ConfigKey("segment.jitter.ms", _L, 0, at_least(0)),
+    _ConfigKey("segment.index.bytes", _I, 10 * 1024 * 1024, at_least(4)),
+    _ConfigKey("flush.messages", _L, LONG_MAX, at_least(1)),
+    _ConfigKey("flush.ms", _L, LONG_MAX, at_least(0)),
     _ConfigKey("retention.bytes", _L, -1),
-    _ConfigKey("retention.ms", _L, 7 * 24 * 3600 * 1000, _at_least(-1)),
-    _ConfigKey("max.message.bytes", _I, 1024 * 1024 + 12, _at_least(0)),
-    _ConfigKey("index.interval.bytes", _I, 4096, _at_least(0)),
-    _ConfigKey("delete.retention.ms", _L, 24 * 3600 * 1000, _at_least(0)),
-    _ConfigKey("min.compaction.lag.ms", _L, 0, _at_least(0)),
-    _ConfigKey("max.compaction.lag.ms", _L, _LONG_MAX, _at_least(1)),
-    _ConfigKey("file.delete.delay.ms", _L, 60000, _at_least(0)),
-    _ConfigKey("min.cleanable.dirty.ratio", _parse_double, 0.5, _between(0, 1)),
-    _ConfigKey("cleanup.policy", _parse_list, ("delete",), _each_of("compact", "delete")),
+    _ConfigKey("retention.ms", _L, 7 * 24 * 3600 * 1000, at_least(-1)),
+    _ConfigKey("max.message.bytes", _I, 1024 * 1024 + 12, at_least(0)),
+    _ConfigKey("index.interval.bytes", _I, 4096, at_least(0)),
+    _ConfigKey("delete.retention.ms", _L, 24 * 3600 * 1000, at_least(0)),
+    _ConfigKey("min.compaction.lag.ms", _L, 0, at_least(0)),
+    _ConfigKey("max.compaction.lag.ms", _L, LONG_MAX, at_least(1)),
+    _ConfigKey("file.delete.delay.ms", _L, 60000, at_least(0)),
+    _ConfigKey("min.cleanable.dirty.ratio", parse_double, 0.5, between(0, 1)),
+    _ConfigKey("cleanup.policy", parse_list, ("delete",), each_of("compact", "delete")),
     _ConfigKey("unclean.leader.election.enable", _B, False),
-    _ConfigKey("min.insync.replicas", _I, 1, _at_least(1)),
+    _ConfigKey("min.insync.replicas", _I, 1, at_least(1)),
     _ConfigKey(
-        "compression.type", _parse_string, "producer",
-        _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+        "compression.type", parse_string, "producer",
+        one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
     ),
     _ConfigKey("compression.gzip.level", _I, -1, _gzip_level),
-    _ConfigKey("compression.lz4.level", _I, 9, _between(1, 17)),
-    _ConfigKey("compression.zstd.level", _I, 3, _between(-131072, 22)),
+    _ConfigKey("compression.lz4.level", _I, 9, between(1, 17)),
+    _ConfigKey("compression.zstd.level", _I, 3, between(-131072, 22)),
     _ConfigKey("preallocate", _B, False),
-    _ConfigKey("message.format.version", _parse_string, "3.0-IV1", _metadata_version),
+    _ConfigKey("message.format.version", parse_string, "3.0-IV1", _metadata_version),
     _ConfigKey("message.timestamp.type", _parse_timestamp_type, TimestampType.CREATE_TIME),
-    _ConfigKey("message.timestamp.difference.max.ms", _L, _LONG_MAX, _at_least(0)),
-    _ConfigKey("message.timestamp.before.max.ms", _L, _LONG_MAX, _at_least(0)),
-    _ConfigKey("message.timestamp.after.max.ms", _L, _LONG_MAX, _at_least(0)),
-    _ConfigKey("leader.replication.throttled.replicas", _parse_list, (), _throttled_replicas),
-    _ConfigKey("follower.replication.throttled.replicas", _parse_list, (), _throttled_replicas),
+    _ConfigKey("message.timestamp.difference.max.ms", _L, LONG_MAX, at_least(0)),
+    _ConfigKey("message.timestamp.before.max.ms", _L, LONG_MAX, at_least(0)),
+    _ConfigKey("message.timestamp.after.max.ms", _L, LONG_MAX, at_least(0)),
+    _ConfigKey("leader.replication.throttled.replicas", parse_list, (), _throttled_replicas),
+    _ConfigKey("follower.replication.throttled.replicas", parse_list, (), _throttled_replicas),
     _ConfigKey("message.downconversion.enable", _B, True),
     _ConfigKey("remote.storage.enable", _B, False),
-    _ConfigKey("local.retention.ms", _L, -2, _at_least(-2)),
-    _ConfigKey("local.retention.bytes", _L, -2, _at_least(-2)),
+    _ConfigKey("local.retention.ms", _L, -2, at_least(-2)),
+    _ConfigKey("local.retention.bytes", _L, -2, at_least(-2)),
     _ConfigKey("remote.log.copy.disable", _B, False),
     _ConfigKey("remote.log.delete.on.disable", _B, False),
 )
@@ -395,12 +292,12 @@ _TOPIC_CONFIG_OF: dict[str, str] = {
 
 
 _TYPE_NAMES: dict[Callable[[str, object], Any], str] = {
-    _parse_long: "long",
-    _parse_int: "int",
-    _parse_boolean: "boolean",
-    _parse_double: "double",
-    _parse_list: "list",
-    _parse_string: "string",
+    parse_long: "long",
+    parse_int: "int",
+    parse_boolean: "boolean",
+    parse_double: "double",
+    parse_list: "list",
+    parse_string: "string",
     _parse_timestamp_type: "string",
 }
 
@@ -449,15 +346,15 @@ class LogConfig:
     segment_ms: int = 7 * 24 * 3600 * 1000
     segment_jitter_ms: int = 0
     segment_index_bytes: int = 10 * 1024 * 1024
-    flush_messages: int = _LONG_MAX
-    flush_ms: int = _LONG_MAX
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
     retention_bytes: int = -1
     retention_ms: int = 7 * 24 * 3600 * 1000
     max_message_bytes: int = 1024 * 1024 + 12
     index_interval_bytes: int = 4096
     delete_retention_ms: int = 24 * 3600 * 1000
     min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = _LONG_MAX
+    max_compaction_lag_ms: int = LONG_MAX
     file_delete_delay_ms: int = 60000
     min_cleanable_dirty_ratio: float = 0.5
     cleanup_policy: tuple[str, ...] = ("delete",)
@@ -470,9 +367,9 @@ class LogConfig:
     preallocate: bool = False
     message_format_version: str = "3.0-IV1"
     message_timestamp_type: TimestampType = TimestampType.CREATE_TIME
-    message_timestamp_difference_max_ms: int = _LONG_MAX
-    message_timestamp_before_max_ms: int = _LONG_MAX
-    message_timestamp_after_max_ms: int = _LONG_MAX
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
     leader_replication_throttled_replicas: tuple[str, ...] = ()
     follower_replication_throttled_replicas: tuple[str, ...] = ()
     message_downconversion_enable: bool = True
@@ -537,7 +434,7 @@ class LogConfig:
         for name, value in props.items():
             key = cls._key(name)
             if value is None:
-                raise _invalid(name, value, "Value must be non-null")
+                raise invalid(name, value, "Value must be non-null")
             changes[key.attr] = value
         return replace(base, **changes, overridden=frozenset(props))
 
@@ -629,7 +526,7 @@ class LogConfig:
             return 0
         n = (rng or random).getrandbits(32)
         n = n - 2**32 if n >= 2**31 else n
-        positive = 0 if n == _INT_MIN else abs(n)  # Kafka's Utils.abs maps Int.MIN to 0
+        positive = 0 if n == INT_MIN else abs(n)  # Kafka's Utils.abs maps Int.MIN to 0
         return positive % min(self.segment_jitter_ms, self.segment_ms)
 
     @property
@@ -646,14 +543,14 @@ class LogConfig:
     @property
     def effective_message_timestamp_before_max_ms(self) -> int:
         """before.max.ms, or the deprecated difference.max.ms while before.max.ms is Long.MAX."""
-        if self.message_timestamp_before_max_ms != _LONG_MAX:
+        if self.message_timestamp_before_max_ms != LONG_MAX:
             return self.message_timestamp_before_max_ms
         return self.message_timestamp_difference_max_ms
 
     @property
     def effective_message_timestamp_after_max_ms(self) -> int:
         """after.max.ms, or the deprecated difference.max.ms while after.max.ms is Long.MAX."""
-        if self.message_timestamp_after_max_ms != _LONG_MAX:
+        if self.message_timestamp_after_max_ms != LONG_MAX:
             return self.message_timestamp_after_max_ms
         return self.message_timestamp_difference_max_ms
 

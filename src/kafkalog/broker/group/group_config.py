@@ -25,6 +25,7 @@ from kafkalog.broker.alter_config_op import altered_values
 from kafkalog.broker.config import KafkaConfig
 from kafkalog.broker.handlers import component, register_component
 from kafkalog.errors import InvalidConfigError, InvalidRequestError
+from kafkalog.storage.config_def import at_least, java_trim, parse_int
 from kafkalog.storage.files import write_file_atomically
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
 GROUP_CONFIGS_FILE = "kafkalog-group-configs.json"
 GROUP_CONFIG_MANAGER = "group_config_manager"  # the broker component: apis.components[...]
 _VERSION = 1
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +113,6 @@ _SESSION_OVER_HEARTBEAT = (
     ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
     ("share.session.timeout.ms", "share.heartbeat.interval.ms"),
 )
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
 # java.time.Duration.parse's ISO-8601 form PnDTnHnMn.nS (case-insensitive, signs allowed per part).
 _DURATION = re.compile(
     r"([-+]?)P(?:([-+]?[0-9]+)D)?"
@@ -121,14 +120,6 @@ _DURATION = re.compile(
     re.IGNORECASE,
 )
 _BY_DURATION = "by_duration:"
-
-
-_JAVA_BLANKS = "".join(chr(c) for c in range(33))
-
-
-def _java_trim(text: str) -> str:
-    """Java's ``String.trim``: every char up to U+0020 off both ends (ConfigDef trims values)."""
-    return text.strip(_JAVA_BLANKS)
 
 
 def _is_non_negative_duration(text: str) -> bool:
@@ -150,19 +141,12 @@ def parse_group_config(name: str, value: str) -> str:
     leading zeros, a trimmed string); InvalidConfigError with Kafka's ``ConfigException`` message if
     Kafka's ``ConfigDef`` would not take it (the broker's bounds are ``validate_group_configs``')."""
     definition = _BY_NAME[name]
-    text = _java_trim(value)
     if definition.type == "int":
-        number = int(text) if _INT_TEXT.fullmatch(text) else None
-        if number is None or not _INT_MIN <= number <= _INT_MAX:
-            raise InvalidConfigError(
-                f"Invalid value {value} for configuration {name}: Not a number of type INT"
-            )
-        least = definition.at_least
-        if least is not None and number < least:
-            raise InvalidConfigError(
-                f"Invalid value {number} for configuration {name}: Value must be at least {least}"
-            )
+        number = parse_int(name, value)
+        if definition.at_least is not None:
+            at_least(definition.at_least)(name, number)
         return str(number)
+    text = java_trim(value)
     # share.auto.offset.reset: ShareGroupAutoOffsetResetStrategy's validator (case-sensitive)
     if text in ("latest", "earliest") or (
         text.startswith(_BY_DURATION) and _is_non_negative_duration(text[len(_BY_DURATION) :])
