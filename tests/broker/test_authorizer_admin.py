@@ -33,6 +33,7 @@ from kio.schema.errors import ErrorCode as E
 
 from kafkalog.broker.acl import AclOperation
 from kafkalog.broker.embedded import Broker
+from kafkalog.broker.features import METADATA_VERSION_LEVEL
 from kafkalog.protocol.api_keys import ApiKey
 from tests.broker import _raw
 from tests.broker._authz import (
@@ -501,6 +502,16 @@ def cluster_requests(broker: Broker) -> dict[str, Any]:
             ),
         ),
         "config_resources": req(ApiKey.LIST_CONFIG_RESOURCES, 1, resource_types=()),
+        "features": req(
+            ApiKey.UPDATE_FEATURES,
+            1,
+            timeout=TIMEOUT,
+            feature_updates=(
+                nested(ApiKey.UPDATE_FEATURES, 1, "FeatureUpdateKey", feature="metadata.version",
+                       max_version_level=METADATA_VERSION_LEVEL, upgrade_type=1),
+            ),
+            validate_only=False,
+        ),
         "quorum": req(
             ApiKey.DESCRIBE_QUORUM,
             2,
@@ -533,6 +544,7 @@ def errors_of(responses: dict[str, Any]) -> dict[str, tuple[int, ...]]:
         ),
         "list_reassignments": (r["list_reassignments"].error_code,),
         "config_resources": (r["config_resources"].error_code,),
+        "features": (r["features"].error_code, len(r["features"].results)),
         "quorum": (r["quorum"].error_code, len(r["quorum"].topics)),
     }
 
@@ -548,10 +560,12 @@ def test_the_cluster_wide_apis_need_their_cluster_acls(broker):
         "reassign": (denied, denied),
         "list_reassignments": (denied,),
         "config_resources": (denied,),
+        "features": (denied, 0),
         "quorum": (denied, 0),
     }
     why = "Request {} from User:alice is not authorized."
     assert responses["quorum"].error_message == why.format("DescribeQuorum")
+    assert responses["features"].error_message == why.format("UpdateFeatures")
     (election,) = responses["elect"].replica_election_results
     assert election.partition_result[0].error_message == why.format("ElectLeaders")
     assert responses["reassign"].error_message == why.format("AlterPartitionReassignments")
@@ -566,7 +580,8 @@ def test_the_cluster_wide_apis_need_their_cluster_acls(broker):
     (old,) = call(broker, "alice", req(ApiKey.DESCRIBE_LOG_DIRS, 1, topics=None))
     assert old.results == ()
 
-    # ALTER implies DESCRIBE: it opens all but ListConfigResources, which needs DESCRIBE_CONFIGS.
+    # ALTER implies DESCRIBE: it opens all but ListConfigResources, which needs DESCRIBE_CONFIGS
+    # (UpdateFeatures needs ALTER itself).
     grant(broker, acl(C, "kafka-cluster", ALICE, Op.ALTER))
     responses = dict(zip(requests, call(broker, "alice", *requests.values()), strict=True))
     assert errors_of(responses) == {
@@ -576,6 +591,7 @@ def test_the_cluster_wide_apis_need_their_cluster_acls(broker):
         "reassign": (E.none, E.none),
         "list_reassignments": (E.none,),
         "config_resources": (denied,),
+        "features": (E.none, 1),
         "quorum": (E.none, 1),
     }
     grant(broker, acl(C, "kafka-cluster", ALICE, Op.DESCRIBE_CONFIGS))

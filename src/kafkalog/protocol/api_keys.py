@@ -72,6 +72,7 @@ class ApiKey:
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_QUORUM = 55
+    UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
@@ -130,6 +131,7 @@ _ROWS: tuple[tuple[int, str, int, int, int | None], ...] = (
     (50, "DescribeUserScramCredentials", 0, 0, 0),
     (51, "AlterUserScramCredentials", 0, 0, 0),
     (55, "DescribeQuorum", 0, 2, 0),
+    (57, "UpdateFeatures", 0, 2, 0),
     (60, "DescribeCluster", 0, 2, 0),
     (61, "DescribeProducers", 0, 0, 0),
     (65, "DescribeTransactions", 0, 0, 0),

@@ -1,4 +1,5 @@
-"""ApiVersions (18), v0-v4: the APIs and versions this broker serves, as registered by the handlers.
+"""ApiVersions (18), v0-v4: the APIs and versions this broker serves, as registered by the handlers,
+and from v3 the feature flags (``broker.features``).
 
 A version above ours is answered, as Kafka does, with error 35 (UNSUPPORTED_VERSION) in a v0 body
 that still lists our table, so the client can retry with a version we serve.
@@ -13,6 +14,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16
 
+from kafkalog.broker.features import FINALIZED_FEATURES_EPOCH, finalized_features, supported_features
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
@@ -49,4 +51,19 @@ async def handle_api_versions_request(apis: Any, request: RequestContext, body: 
     keys = tuple(
         api_version_cls(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in advertised_versions(apis)
     )
-    return build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=ZERO_DELAY)
+    # v3+ (tagged fields): the feature flags (broker/features.py). Below v4 Kafka leaves out the
+    # features whose lowest supported level is 0, which older clients fail to parse (KAFKA-17492).
+    supported_cls = nested_type(cls, "SupportedFeatureKey")
+    supported = tuple(
+        supported_cls(name=name, min_version=lo, max_version=hi)
+        for name, (lo, hi) in sorted(supported_features().items())
+        if lo > 0 or request.api_version >= 4
+    )
+    finalized_cls = nested_type(cls, "FinalizedFeatureKey")
+    finalized = tuple(
+        finalized_cls(name=name, min_version_level=level, max_version_level=level)
+        for name, level in sorted(finalized_features().items())
+    )
+    return build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=ZERO_DELAY,
+                 supported_features=supported, finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+                 finalized_features=finalized, zk_migration_ready=False)
