@@ -38,8 +38,11 @@ def test_list_offsets_matches_storage(tmp_path):
         log = broker.server.log_manager.get_log("ts", 0)
         targets = [base - 5, base, base + 1, base + 2500, base + 5002, base + 9999, -1, -2, -3]
         for version in (1, 4, 7, 11):
-            answers = _list_offsets(sock, "ts", targets, version=version)
-            for target, answer in zip(targets, answers, strict=True):
+            for target in targets:  # one request each: a partition named twice is INVALID_REQUEST
+                (answer,) = _list_offsets(sock, "ts", [target], version=version)
+                if target == -3 and version < 7:  # MAX_TIMESTAMP came with v7
+                    assert answer.error_code == ErrorCode.unsupported_version
+                    continue
                 assert answer.error_code == ErrorCode.none
                 if target == -1:
                     assert answer.offset == log.log_end_offset == 18
@@ -56,6 +59,55 @@ def test_list_offsets_matches_storage(tmp_path):
         consumer.close()
         unknown = _list_offsets(sock, "nope", [-1])
         assert unknown[0].error_code == ErrorCode.unknown_topic_or_partition
+
+
+def _list_offsets_of(sock, version, asked):
+    """ListOffsets of [(topic, [(partition, timestamp), ...]), ...] as asked (duplicates included)."""
+    cls, mod = _raw.request_class(2, version)
+    extra = {"current_leader_epoch": -1} if version >= 4 else {}
+    topics = tuple(
+        mod.ListOffsetsTopic(name=topic, partitions=tuple(
+            mod.ListOffsetsPartition(partition_index=p, timestamp=t, **extra) for p, t in partitions))
+        for topic, partitions in asked
+    )
+    values = dict(replica_id=-1, isolation_level=0, topics=topics, timeout=timedelta(seconds=5))
+    fields = set(cls.__dataclass_fields__)
+    response = _raw.request(sock, cls(**{k: v for k, v in values.items() if k in fields}))
+    return [(t.name, [(p.partition_index, p.error_code, p.timestamp, p.offset) for p in t.partitions])
+            for t in response.topics]
+
+
+def test_list_offsets_refuses_what_kafkas_replica_manager_refuses(tmp_path):
+    """Each special timestamp from the version that brought it (-3 v7, -4 v8, -5 v9, -6 v11), any
+    other negative one never; a partition named twice INVALID_REQUEST, answered once; one entry per
+    partition, grouped by topic."""
+    broker = Broker(tmp_path, configs={"num.partitions": 2})
+    with broker, _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "ts")
+        for _ in range(2):
+            _produce(sock, "ts", _batch(3, timestamp=1_700_000_000_000))
+        none, unsupported = ErrorCode.none, ErrorCode.unsupported_version
+        first_version = {-3: 7, -4: 8, -5: 9, -6: 11}
+        for version in range(1, 12):
+            for timestamp, since in first_version.items():
+                ((_, [(_, error, ts, offset)]),) = _list_offsets_of(sock, version, [("ts", [(0, timestamp)])])
+                if version < since:
+                    assert (error, ts, offset) == (unsupported, -1, -1), (version, timestamp)
+                else:
+                    # -3: the first record with the largest timestamp (the batches' records are 0, 1
+                    # and 2 ms apart); -4 is the log start here; -5 and -6 are -1 without tiered storage
+                    expected = {-3: (none, 1_700_000_000_002, 2), -4: (none, -1, 0), -5: (none, -1, -1),
+                                -6: (none, -1, -1)}[timestamp]
+                    assert (error, ts, offset) == expected, (version, timestamp)
+            for timestamp in (-7, -100, -(2**63)):
+                ((_, [(_, error, _, _)]),) = _list_offsets_of(sock, version, [("ts", [(0, timestamp)])])
+                assert error == unsupported, (version, timestamp)
+        # partition 0 twice (across two entries of the topic): INVALID_REQUEST, once; partition 1 answered
+        answer = _list_offsets_of(sock, 7, [("ts", [(0, -1), (1, -2)]), ("ts", [(0, -2)])])
+        assert answer == [("ts", [(0, ErrorCode.invalid_request, -1, -1), (1, none, -1, 0)])]
+        answer = _list_offsets_of(sock, 7, [("ts", [(1, -1)]), ("nope", [(0, -1)]), ("ts", [(0, -1)])])
+        assert answer == [("ts", [(1, none, -1, 0), (0, none, -1, 6)]),
+                          ("nope", [(0, ErrorCode.unknown_topic_or_partition, -1, -1)])]
 
 
 def _metadata(sock, topics, version=12, allow=True):

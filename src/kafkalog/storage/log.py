@@ -124,6 +124,7 @@ LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 
 
 class FetchIsolation(Enum):
@@ -954,7 +955,8 @@ class Log:
         """Kafka's ``fetchOffsetByTimestamp``: the first record with timestamp ≥ target in the first
         segment whose largest timestamp reaches it (time index → offset index → scan; None if no
         record there qualifies); -2 earliest and -1 latest (no timestamp), -3 the record with the
-        largest timestamp."""
+        largest timestamp; -4 earliest local is -2, and -5 latest tiered and -6 earliest pending
+        upload are offset -1, as Kafka answers them for a log without tiered storage."""
         if target_timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             start = self._log_start_offset
             cache = self._leader_epoch_cache
@@ -963,7 +965,7 @@ class Log:
             return TimestampAndOffset(NO_TIMESTAMP, start, epoch)
         if target_timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(NO_TIMESTAMP, self.log_end_offset, self.latest_epoch)
-        if target_timestamp == LATEST_TIERED_TIMESTAMP:
+        if target_timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
             return TimestampAndOffset(NO_TIMESTAMP, -1, -1)  # no tiered storage: Kafka's answer
         if target_timestamp != MAX_TIMESTAMP and target_timestamp < 0:
             raise IllegalArgumentError(f"Invalid target timestamp {target_timestamp} for {self._dir.name}")

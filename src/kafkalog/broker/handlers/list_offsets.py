@@ -1,8 +1,14 @@
-"""ListOffsets (2), v1-v11 (Kafka's ``handleListOffsetRequest`` → ``Partition.fetchOffsetForTimestamp``):
--2 earliest, -1 latest (the high watermark, or the last stable offset for read_committed), -3 the
-record with the largest timestamp, -4 earliest local, -5 latest tiered; a timestamp ≥ 0 looks up the
-first record at or after it through the time index. A found offset at or beyond what the isolation
-level may read is "not found" (-1, -1), as in Kafka.
+"""ListOffsets (2), v1-v11 (Kafka's ``handleListOffsetRequest`` → ``ReplicaManager.fetchOffset`` →
+``Partition.fetchOffsetForTimestamp``): -2 earliest, -1 latest (the high watermark, or the last
+stable offset for read_committed), -3 the record with the largest timestamp, -4 earliest local, -5
+latest tiered and -6 earliest pending upload (offset -1: no tiered storage); a timestamp ≥ 0 looks
+up the first record at or after it through the time index. A found offset at or beyond what the
+isolation level may read is "not found" (-1, -1), as in Kafka.
+
+As Kafka's ``ReplicaManager`` answers: a special timestamp needs the version that brought it (-3 v7,
+-4 v8, -5 v9, -6 v11) and any other negative one is unknown -- UNSUPPORTED_VERSION for that
+partition; a partition named twice gets INVALID_REQUEST; the authorized partitions come back one
+entry per partition, grouped by topic.
 
 With an authorizer each topic needs DESCRIBE; the partitions of the others get
 TOPIC_AUTHORIZATION_FAILED and come after the authorized ones, as in Kafka's response."""
@@ -22,9 +28,31 @@ from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_ty
 from kafkalog.errors import KafkaLogError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
-from kafkalog.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kafkalog.storage.log import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+)
 
 _READ_COMMITTED = 1
+# Kafka's ReplicaManager.timestampMinSupportedVersion: the version that brought each special timestamp.
+_MIN_VERSION = {
+    EARLIEST_TIMESTAMP: 1,
+    LATEST_TIMESTAMP: 1,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL_TIMESTAMP: 8,
+    LATEST_TIERED_TIMESTAMP: 9,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
+}
+_UNANSWERED = (-1, -1, -1)  # timestamp, offset and leader epoch of an error (buildErrorResponse)
+
+
+def _unsupported(timestamp: int, version: int) -> bool:
+    """``isListOffsetsTimestampUnsupported``."""
+    return timestamp < 0 and (timestamp not in _MIN_VERSION or version < _MIN_VERSION[timestamp])
 
 
 def _lookup(
@@ -58,27 +86,40 @@ async def handle_list_offset_request(apis: Any, request: RequestContext, body: A
     isolation_level = getattr(body, "isolation_level", 0)
     names = (t.name for t in body.topics)
     describable = authorized_names(apis, request, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
-    topics: list[Any] = []
-    refused: list[Any] = []  # Kafka answers the unauthorized topics last
+    seen: set[tuple[str, int]] = set()
+    duplicates: set[tuple[str, int]] = set()  # ListOffsetsRequest.duplicatePartitions, over all topics
     for topic in body.topics:
-        partitions = []
         for p in topic.partitions:
-            if topic.name in describable:
+            key = (topic.name, p.partition_index)
+            (duplicates if key in seen else seen).add(key)
+    answered: dict[str, dict[int, Any]] = {}  # Kafka's statusByPartition, grouped by topic
+    refused: list[Any] = []  # Kafka answers the unauthorized topics last, as they were asked
+    for topic in body.topics:
+        if topic.name not in describable:
+            denied = ErrorCode.topic_authorization_failed
+            refused.append(build(topic_cls, name=topic.name, partitions=tuple(
+                build(partition_cls, partition_index=p.partition_index, error_code=denied, timestamp=-1,
+                      offset=-1, leader_epoch=-1)
+                for p in topic.partitions
+            )))
+            continue
+        for p in topic.partitions:
+            if (topic.name, p.partition_index) in duplicates:
+                error, (timestamp, offset, epoch) = ErrorCode.invalid_request, _UNANSWERED
+            elif _unsupported(p.timestamp, request.api_version):
+                error, (timestamp, offset, epoch) = ErrorCode.unsupported_version, _UNANSWERED
+            else:
                 error, timestamp, offset, epoch = _lookup(
                     apis, TopicPartition(topic.name, p.partition_index), p.timestamp, isolation_level
                 )
-            else:
-                error, timestamp, offset, epoch = ErrorCode.topic_authorization_failed, -1, -1, -1
-            partitions.append(
-                build(
-                    partition_cls,
-                    partition_index=p.partition_index,
-                    error_code=error,
-                    timestamp=timestamp,
-                    offset=offset,
-                    leader_epoch=epoch,
-                )
+            answered.setdefault(topic.name, {})[p.partition_index] = build(
+                partition_cls,
+                partition_index=p.partition_index,
+                error_code=error,
+                timestamp=timestamp,
+                offset=offset,
+                leader_epoch=epoch,
             )
-        result = build(topic_cls, name=topic.name, partitions=tuple(partitions))
-        (topics if topic.name in describable else refused).append(result)
+    topics = [build(topic_cls, name=name, partitions=tuple(partitions.values()))
+              for name, partitions in answered.items()]
     return build(cls, throttle_time=ZERO_DELAY, topics=(*topics, *refused))
