@@ -1,14 +1,20 @@
 """ListOffsets answers what the storage engine says; Metadata auto-creates with num.partitions and
-returns topic ids that stay the same across restarts; meta.properties is KRaft-style."""
+returns topic ids that stay the same across restarts, and each partition's leader epoch (its log's);
+meta.properties is KRaft-style."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import kafka
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as CkTopicPartition
 from kio.schema.errors import ErrorCode
 
 from kafkalog.broker import Broker
+from kafkalog.records.memory import MemoryRecordsBuilder
+from kafkalog.records.types import CompressionType, TimestampType
+from kafkalog.storage.log_manager import LogManager
 from kafkalog.storage.metadata_files import read_meta_properties
 from tests.broker import _raw
 from tests.broker.test_produce_errors import _batch, _create, _produce
@@ -168,3 +174,40 @@ def test_node_id_mismatch_is_a_startup_error(tmp_path):
         assert "node.id" in str(e) or "node id" in str(e)
     else:
         raise AssertionError("a broker with another node.id started on the directory")
+
+
+def test_a_directory_written_at_a_later_epoch_is_served_at_it(tmp_path):
+    """A data directory whose partition was last led at epoch 7 (by Kafka, say): Metadata reports
+    epoch 7, the broker's appends are stamped with 7, and the epoch history stays intact for
+    OffsetForLeaderEpoch -- and clients that track leader epochs (librdkafka) consume across it."""
+    with LogManager(tmp_path) as manager:
+        log = manager.create_topic("e", 1)[0]
+        for epoch in (3, 7):
+            builder = MemoryRecordsBuilder(2, CompressionType.NONE, TimestampType.CREATE_TIME, 0)
+            builder.append_many([1_700_000_000_000] * 2, [b"k", b"k"], [b"old-%d" % epoch] * 2)
+            log.append_as_leader(builder.build(), leader_epoch=epoch)
+    with Broker(tmp_path) as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        (topic,) = _metadata(sock, ["e"]).topics
+        assert [(p.partition_index, p.leader_epoch) for p in topic.partitions] == [(0, 7)]
+        producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0)
+        producer.send("e", b"new", key=b"k", partition=0).get(15)
+        producer.close(15)
+        log = broker.server.log_manager.get_log("e", 0)
+        stamped = [b.partition_leader_epoch for s in log.segments for b in s.log.batches()]
+        assert stamped == [3, 7, 7]
+        assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(3, 0), (7, 2)]
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g",
+                             "enable.auto.commit": False})
+        try:
+            consumer.assign([CkTopicPartition("e", 0, 0)])
+            values = []
+            for _ in range(100):
+                message = consumer.poll(0.2)
+                if message is not None and message.error() is None:
+                    values.append((message.offset(), message.value(), message.leader_epoch()))
+                if len(values) == 5:
+                    break
+        finally:
+            consumer.close()
+        assert values == [(0, b"old-3", 3), (1, b"old-3", 3), (2, b"old-7", 7), (3, b"old-7", 7),
+                          (4, b"new", 7)]

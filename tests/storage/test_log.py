@@ -515,6 +515,26 @@ def test_leader_epochs_are_checkpointed_in_kafkas_format(tmp_path: Path) -> None
     assert (directory / LEADER_EPOCH_CHECKPOINT_FILE).read_text() == "0\n1\n3 0\n"
 
 
+def test_a_leader_append_continues_at_the_highest_epoch_the_log_holds(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    with Log.open(directory, config()) as log:
+        assert log.leader_epoch == 0
+        log.append_as_leader(batch(2))
+        assert log.leader_epoch == 0 and log.latest_epoch == 0
+        log.append_as_leader(batch(2), leader_epoch=7)  # another leader (Kafka's, say) took over
+        assert log.leader_epoch == 7
+    with Log.open(directory, config()) as log:  # reopened: the checkpoint says 7
+        assert log.leader_epoch == 7
+        log.append_as_leader(batch(1))
+        stamped = [b.partition_leader_epoch for s in log.segments for b in s.log.batches()]
+        assert stamped == [0, 7, 7]
+        assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(0, 0), (7, 2)]  # type: ignore[union-attr]
+        log.truncate_fully_and_start_at(10)  # the cache empties; the epoch does not go back
+        assert log.latest_epoch is None and log.leader_epoch == 7
+        log.append_as_leader(batch(1))
+        assert log.latest_epoch == 7
+
+
 def test_partition_metadata_is_written_on_create(tmp_path: Path) -> None:
     topic_id = Uuid.random()
     with Log.open(tmp_path / "a-0", config(), topic_id=topic_id):

@@ -184,7 +184,7 @@ def _append_batches(path: str, topic: str, partition: int, config: LogConfig, ba
     try:
         with open_log_for_append(path, topic, partition, config) as plog:
             for records in batches:
-                plog.append_as_leader(records, leader_epoch=0)
+                plog.append_as_leader(records)
     except LogDirLockedError as e:
         raise LogDirLockedError(
             f"kafkalog sink: cannot append to {path} while a LogManager or Kafka broker has it open for "

@@ -230,6 +230,7 @@ class Log:
         self._lock = threading.RLock()
         self._producer_state = producer_state
         self._leader_epoch_cache = leader_epoch_cache
+        self._leader_epoch = 0  # the highest epoch a leader append used or the cache held (leader_epoch)
         self._log_start_offset = offsets.log_start_offset
         self._recovery_point = offsets.recovery_point
         self._last_flush_ms = time.milliseconds()
@@ -378,6 +379,18 @@ class Log:
     def latest_epoch(self) -> int | None:
         cache = self._leader_epoch_cache
         return cache.latest_epoch() if cache is not None else None
+
+    @property
+    def leader_epoch(self) -> int:
+        """The epoch a leader append stamps on its batches unless told otherwise: the highest the
+        log has held (in its leader-epoch cache, or used by an append since it opened), 0 for a new
+        log. A writer continues the leadership the directory records -- Kafka's controller only
+        ever raises a partition's epoch -- so a directory Kafka wrote at epoch 7 goes on at 7, and
+        its cache keeps that history (an append at a lower epoch would not be recorded in it)."""
+        latest = self.latest_epoch
+        if latest is not None and latest > self._leader_epoch:
+            self._leader_epoch = latest  # kept: a truncation that empties the cache does not lower it
+        return self._leader_epoch
 
     def __repr__(self) -> str:
         return (f"Log({self._dir.name}, start={self._log_start_offset}, end={self._end.offset}, "
@@ -572,15 +585,20 @@ class Log:
             settings = self._settings = _AppendSettings.of(self._config)
         return settings
 
-    def append_as_leader(self, records: MemoryRecords, *, leader_epoch: int = 0,
+    def append_as_leader(self, records: MemoryRecords, *, leader_epoch: int | None = None,
                          origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
-        """Validate ``records``, assign offsets from the LEO and append them (Kafka's leader path).
+        """Validate ``records``, assign offsets from the LEO and append them (Kafka's leader path),
+        stamped with ``leader_epoch`` (default :attr:`leader_epoch`).
 
         A retried batch of an idempotent producer (same epoch and sequence range as one of its last
         five) is not written again: the returned info then names the offsets it already has.
         """
         with self._lock:
             self._check_writable()
+            if leader_epoch is None:
+                leader_epoch = self.leader_epoch
+            elif leader_epoch > self._leader_epoch:
+                self._leader_epoch = leader_epoch
             settings = self._append_settings()
             # One clock reading per append: validation, the roll check and the flush check.
             now = self._time.milliseconds()

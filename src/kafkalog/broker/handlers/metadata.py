@@ -53,15 +53,24 @@ def _maybe_create(apis: Any, topic: str) -> ErrorCode:
     return ErrorCode.none
 
 
-def led_partition(partition_cls: Any, index: int, node: int) -> Any:
+def partition_leader_epoch(apis: Any, topic: str, partition: int) -> int:
+    """The partition's leader epoch: its log's (``Log.leader_epoch``, the epoch its appends are
+    stamped with), 0 for a partition whose log is not open."""
+    try:
+        return int(apis.log_manager.get_log(topic, partition).leader_epoch)
+    except KafkaLogError:
+        return 0
+
+
+def led_partition(partition_cls: Any, index: int, node: int, leader_epoch: int) -> Any:
     """A partition as Metadata and DescribeTopicPartitions describe it on one node: this node its
-    leader (epoch 0) and only replica, in sync; no eligible leader replicas (KIP-966) to name."""
+    leader (at ``leader_epoch``) and only replica, in sync; no eligible leader replicas (KIP-966)."""
     return build(
         partition_cls,
         error_code=ErrorCode.none,
         partition_index=index,
         leader_id=node,
-        leader_epoch=0,
+        leader_epoch=leader_epoch,
         replica_nodes=(node,),
         isr_nodes=(node,),
         eligible_leader_replicas=(),
@@ -178,7 +187,8 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
         partitions: tuple[Any, ...] = ()
         if error == ErrorCode.none:
             partitions = tuple(
-                led_partition(partition_cls, p, node) for p in range(cache.num_partitions(name))
+                led_partition(partition_cls, p, node, partition_leader_epoch(apis, name, p))
+                for p in range(cache.num_partitions(name))
             )
         topics.append(
             build(
