@@ -32,9 +32,11 @@ def _fetch(
     isolation_level=0,
     topic_id=None,
     correlation_id=1,
+    current_leader_epoch=-1,
 ):
     cls, mod = _raw.request_class(1, version)
-    optional = {"current_leader_epoch": -1, "log_start_offset": -1, "last_fetched_epoch": -1}
+    optional = {"current_leader_epoch": current_leader_epoch, "log_start_offset": -1,
+                "last_fetched_epoch": -1}
     partition = mod.FetchPartition(
         partition=0,
         fetch_offset=offset,

@@ -17,6 +17,7 @@ from kafkalog.records.types import CompressionType, TimestampType
 from kafkalog.storage.log_manager import LogManager
 from kafkalog.storage.metadata_files import read_meta_properties
 from tests.broker import _raw
+from tests.broker.test_fetch import _fetch
 from tests.broker.test_produce_errors import _batch, _create, _produce
 
 
@@ -67,10 +68,10 @@ def test_list_offsets_matches_storage(tmp_path):
         assert unknown[0].error_code == ErrorCode.unknown_topic_or_partition
 
 
-def _list_offsets_of(sock, version, asked):
+def _list_offsets_of(sock, version, asked, current_leader_epoch=-1):
     """ListOffsets of [(topic, [(partition, timestamp), ...]), ...] as asked (duplicates included)."""
     cls, mod = _raw.request_class(2, version)
-    extra = {"current_leader_epoch": -1} if version >= 4 else {}
+    extra = {"current_leader_epoch": current_leader_epoch} if version >= 4 else {}
     topics = tuple(
         mod.ListOffsetsTopic(name=topic, partitions=tuple(
             mod.ListOffsetsPartition(partition_index=p, timestamp=t, **extra) for p, t in partitions))
@@ -196,6 +197,23 @@ def test_a_directory_written_at_a_later_epoch_is_served_at_it(tmp_path):
         stamped = [b.partition_leader_epoch for s in log.segments for b in s.log.batches()]
         assert stamped == [3, 7, 7]
         assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(3, 0), (7, 2)]
+        # A client's current leader epoch is checked as Kafka's Partition checks it: older is
+        # fenced, newer unknown, -1 not checked -- in Fetch, ListOffsets and OffsetForLeaderEpoch.
+        outcomes = {6: ErrorCode.fenced_leader_epoch, 7: ErrorCode.none, 8: ErrorCode.unknown_leader_epoch,
+                    -1: ErrorCode.none}
+        for current, expected in outcomes.items():
+            _, fetched = _fetch(sock, "e", 0, current_leader_epoch=current)
+            assert fetched.error_code == expected, current
+            assert (fetched.high_watermark == 5) is (expected == ErrorCode.none)
+            ((_, [(_, error, _, offset)]),) = _list_offsets_of(sock, 7, [("e", [(0, -1)])], current)
+            assert (error, offset) == (expected, 5 if expected == ErrorCode.none else -1), current
+            cls, mod = _raw.request_class(23, 3)
+            asked = mod.OffsetForLeaderTopic(topic="e", partitions=(
+                mod.OffsetForLeaderPartition(partition=0, current_leader_epoch=current, leader_epoch=3),))
+            (result,) = _raw.request(sock, cls(replica_id=-1, topics=(asked,))).topics
+            (partition,) = result.partitions
+            answer = (partition.error_code, partition.leader_epoch, partition.end_offset)
+            assert answer == ((expected, 3, 2) if expected == ErrorCode.none else (expected, -1, -1)), current
         consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g",
                              "enable.auto.commit": False})
         try:

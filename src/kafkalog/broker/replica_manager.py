@@ -73,6 +73,22 @@ class PartitionResponse:
 class FetchPartitionInfo:
     fetch_offset: int
     partition_max_bytes: int
+    current_leader_epoch: int = -1  # -1: not checked (before Fetch v9, or the client does not know)
+
+
+def check_current_leader_epoch(partition_log: Log, current_leader_epoch: int) -> ErrorCode:
+    """Kafka's ``Partition.checkCurrentLeaderEpoch``: a client's idea of the leader epoch (Fetch v9+,
+    ListOffsets v4+, OffsetForLeaderEpoch v2+; -1 for none) against the partition's
+    (``Log.leader_epoch``, what Metadata reports): older FENCED_LEADER_EPOCH, newer
+    UNKNOWN_LEADER_EPOCH -- the client's metadata is stale, or ahead of ours."""
+    if current_leader_epoch < 0:
+        return ErrorCode.none
+    leader_epoch = partition_log.leader_epoch
+    if current_leader_epoch < leader_epoch:
+        return ErrorCode.fenced_leader_epoch
+    if current_leader_epoch > leader_epoch:
+        return ErrorCode.unknown_leader_epoch
+    return ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +318,9 @@ class ReplicaManager:
     ) -> FetchPartitionData:
         try:
             partition_log = self.get_log(tp)
+            epoch_error = check_current_leader_epoch(partition_log, info.current_leader_epoch)
+            if epoch_error != ErrorCode.none:
+                return FetchPartitionData(epoch_error)
             # Offsets before the read: a concurrent append must not make them run ahead of the data.
             high_watermark = partition_log.high_watermark
             last_stable = partition_log.last_stable_offset

@@ -97,7 +97,8 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
                 parts.append((p.partition, None))
                 continue
             tp = TopicPartition(name, p.partition)
-            wanted.append((tp, FetchPartitionInfo(p.fetch_offset, p.partition_max_bytes)))
+            wanted.append((tp, FetchPartitionInfo(p.fetch_offset, p.partition_max_bytes,
+                                                  getattr(p, "current_leader_epoch", -1))))
             parts.append((p.partition, tp))
         layout.append((key, parts))
     isolation = (

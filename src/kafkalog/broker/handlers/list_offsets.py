@@ -23,7 +23,7 @@ from kafkalog.broker.acl import AclOperation, ResourceType
 from kafkalog.broker.auth_helper import authorized_names
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.replica_manager import TopicPartition
+from kafkalog.broker.replica_manager import TopicPartition, check_current_leader_epoch
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.errors import KafkaLogError
 from kafkalog.protocol.api_keys import ApiKey
@@ -56,11 +56,14 @@ def _unsupported(timestamp: int, version: int) -> bool:
 
 
 def _lookup(
-    apis: Any, tp: TopicPartition, timestamp: int, isolation_level: int
+    apis: Any, tp: TopicPartition, timestamp: int, isolation_level: int, current_leader_epoch: int
 ) -> tuple[ErrorCode, int, int, int]:
     """(error, timestamp, offset, leader epoch)."""
     try:
         partition_log = apis.replica_manager.get_log(tp)
+        epoch_error = check_current_leader_epoch(partition_log, current_leader_epoch)
+        if epoch_error != ErrorCode.none:
+            return epoch_error, *_UNANSWERED
         fetchable = (
             partition_log.last_stable_offset
             if isolation_level == _READ_COMMITTED
@@ -110,7 +113,8 @@ async def handle_list_offset_request(apis: Any, request: RequestContext, body: A
                 error, (timestamp, offset, epoch) = ErrorCode.unsupported_version, _UNANSWERED
             else:
                 error, timestamp, offset, epoch = _lookup(
-                    apis, TopicPartition(topic.name, p.partition_index), p.timestamp, isolation_level
+                    apis, TopicPartition(topic.name, p.partition_index), p.timestamp, isolation_level,
+                    getattr(p, "current_leader_epoch", -1),
                 )
             answered.setdefault(topic.name, {})[p.partition_index] = build(
                 partition_cls,
