@@ -99,6 +99,11 @@ class InvalidConfigError(KafkaLogError):
     """A configuration name or value that Kafka would not accept."""
 
 
+class PolicyViolationError(KafkaLogError):
+    """A request the topic's configuration forbids (Kafka's PolicyViolationException): deleting
+    records of a compacted topic that does not also delete by retention."""
+
+
 class UnknownTopicOrPartitionError(KafkaLogError):
     """The named topic or partition does not exist in the data directory."""
 

@@ -35,6 +35,7 @@ from kafka.errors import (
     InvalidReplicationFactorError,
     InvalidTopicError,
     OffsetOutOfRangeError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -175,6 +176,38 @@ def test_kafka_python_admin(kafkalog_broker):
             admin.delete_topics(["kp-a"])
     finally:
         admin.close()
+
+
+def test_records_of_a_topic_that_does_not_delete_cannot_be_deleted(kafkalog_broker):
+    """Kafka's Partition.deleteRecordsOnLeader: POLICY_VIOLATION unless the cleanup policy deletes
+    (``compact,delete`` does); that is checked before the offset."""
+    bootstrap = kafkalog_broker.bootstrap_servers
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([KpNewTopic("kp-compacted", 1, 1, topic_configs={"cleanup.policy": "compact"}),
+                             KpNewTopic("kp-both", 1, 1, topic_configs={"cleanup.policy": "compact,delete"})])
+        producer = KafkaProducer(bootstrap_servers=bootstrap)
+        for topic in ("kp-compacted", "kp-both"):
+            for i in range(4):
+                producer.send(topic, key=b"k%d" % i, value=b"v", partition=0)
+        producer.flush(TIMEOUT_S)
+        producer.close()
+        compacted = KpTopicPartition("kp-compacted", 0)
+        for offset in (2, -1, -5):
+            with pytest.raises(PolicyViolationError):
+                admin.delete_records({compacted: offset})
+        assert kafkalog_broker.server.log_manager.get_log("kp-compacted", 0).log_start_offset == 0
+        both = KpTopicPartition("kp-both", 0)
+        assert admin.delete_records({both: 2})[both]["low_watermark"] == 2
+        with pytest.raises(OffsetOutOfRangeError):
+            admin.delete_records({both: -5})
+    finally:
+        admin.close()
+    ck_admin = AdminClient({"bootstrap.servers": bootstrap})
+    (future,) = ck_admin.delete_records([ck.TopicPartition("kp-compacted", 0, 1)]).values()
+    with pytest.raises(ck.KafkaException) as refused:
+        future.result(TIMEOUT_S)
+    assert refused.value.args[0].code() == ck.KafkaError.POLICY_VIOLATION
 
 
 def _ck_wait(futures: dict) -> dict:

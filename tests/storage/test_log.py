@@ -17,6 +17,7 @@ from kafkalog.errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
     OffsetsOutOfOrderError,
+    PolicyViolationError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
@@ -462,6 +463,23 @@ def test_delete_records_moves_the_log_start_offset(tmp_path: Path) -> None:
             log.read(20, 1000)
         log.truncate_fully_and_start_at(1000)
         assert (log.log_start_offset, log.log_end_offset, log.segments.base_offsets()) == (1000, 1000, [1000])
+
+
+def test_delete_records_needs_a_cleanup_policy_that_deletes(tmp_path: Path) -> None:
+    keyed = MemoryRecords.with_records(2, CompressionType.NONE, [SimpleRecord(b"v", b"k", T0)] * 3)
+    with Log.open(tmp_path / "t-0", config(cleanup_policy="compact")) as log:
+        log.append_as_leader(keyed)
+        for offset in (2, -5):  # the policy first, as Kafka checks it
+            refused = "Records of partition t-0 can not be deleted due to the configured policy"
+            with pytest.raises(PolicyViolationError, match=refused):
+                log.delete_records_before(offset)
+        assert log.log_start_offset == 0
+    with Log.open(tmp_path / "u-0", config(cleanup_policy="compact,delete")) as log:
+        log.append_as_leader(keyed)
+        with pytest.raises(OffsetOutOfRangeError, match="The offset -5 for partition u-0 is not valid"):
+            log.delete_records_before(-5)
+        log.delete_records_before(2)
+        assert log.log_start_offset == 2
 
 
 def test_update_config_applies_to_the_next_retention_pass(tmp_path: Path, time: MockTime) -> None:

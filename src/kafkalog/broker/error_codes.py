@@ -15,6 +15,7 @@ __all__ = ["error_code_for"]
 _CODES: dict[type[BaseException], ErrorCode] = {
     errors.UnknownTopicOrPartitionError: ErrorCode.unknown_topic_or_partition,
     errors.OffsetOutOfRangeError: ErrorCode.offset_out_of_range,
+    errors.PolicyViolationError: ErrorCode.policy_violation,
     errors.CorruptRecordError: ErrorCode.corrupt_message,
     errors.RecordTooLargeError: ErrorCode.message_too_large,
     errors.RecordBatchTooLargeError: ErrorCode.record_list_too_large,

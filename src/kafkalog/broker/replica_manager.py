@@ -218,11 +218,8 @@ class ReplicaManager:
         for tp, offset in offsets.items():
             try:
                 partition_log = self.get_log(tp)
-                target = partition_log.high_watermark if offset == -1 else offset
-                if target < 0:
-                    results[tp] = (ErrorCode.offset_out_of_range, -1)
-                    continue
-                partition_log.delete_records_before(target)
+                # -1 is the high watermark; the log refuses a compacted topic, then a negative offset
+                partition_log.delete_records_before(partition_log.high_watermark if offset == -1 else offset)
                 results[tp] = (ErrorCode.none, partition_log.log_start_offset)
             except KafkaLogError as e:
                 results[tp] = (error_code_for(e), -1)

@@ -39,6 +39,7 @@ from kafkalog.errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
     OffsetsOutOfOrderError,
+    PolicyViolationError,
     RecordBatchTooLargeError,
     SegmentReplacedError,
     UnexpectedAppendOffsetError,
@@ -1163,8 +1164,18 @@ class Log:
             return True
 
     def delete_records_before(self, offset: int) -> int:
-        """Raise the log start offset to ``offset`` and delete the segments wholly below it."""
+        """Raise the log start offset to ``offset`` and delete the segments wholly below it
+        (DeleteRecords). As Kafka's ``Partition.deleteRecordsOnLeader``: a log whose cleanup policy
+        does not delete (``compact``) refuses, its records go only by key; then a negative offset is
+        out of range."""
         with self._lock:
+            if not self._config.delete:
+                raise PolicyViolationError(
+                    f"Records of partition {self.topic}-{self.partition} can not be deleted due to the "
+                    "configured policy")
+            if offset < 0:
+                raise OffsetOutOfRangeError(
+                    f"The offset {offset} for partition {self.topic}-{self.partition} is not valid")
             self.maybe_increment_log_start_offset(offset)
             deleted = delete_old_segments(self, log_start_offset_only=True)
             self.delete_pending_files()
