@@ -722,7 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_retention)
 
     from kafkalog.broker.serve import add_serve_command
-    add_serve_command(commands, data_dir_arg)
+    add_serve_command(commands)
     from kafkalog.cli_compact import add_compact_parser
     add_compact_parser(commands, data_dir_arg)
     from kafkalog.cli_scram import add_scram_parser

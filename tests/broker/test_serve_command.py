@@ -106,3 +106,29 @@ def test_serve_sigint_and_bad_config(tmp_path):
     proc, _ = _start(["--data-dir", str(tmp_path / "d"), "--port", "0"])
     assert _stop(proc, signal.SIGINT) == 0
     assert (tmp_path / "d" / ".kafka_cleanshutdown").exists()
+
+
+def test_the_data_directory_comes_from_log_dirs_without_data_dir(tmp_path):
+    """As a Kafka broker reads it: log.dirs (else log.dir) of server.properties or --config names the
+    data directory; --data-dir wins over both. One directory only, and one must be named."""
+    props = tmp_path / "server.properties"
+    props.write_text(f"log.dirs={tmp_path / 'from-file'}\nlog.dir={tmp_path / 'ignored'}\n")
+    proc, bootstrap = _start(["--config-file", str(props), "--port", "0"])
+    try:
+        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap)
+        producer.send("t", b"v").get(10)
+        producer.close()
+    finally:
+        assert _stop(proc) == 0
+    assert (tmp_path / "from-file" / "t-0").is_dir() and not (tmp_path / "ignored").exists()
+    proc, _ = _start(["--config", f"log.dir={tmp_path / 'from-dir'}", "--port", "0"])
+    assert _stop(proc) == 0 and (tmp_path / "from-dir" / ".kafka_cleanshutdown").exists()
+    proc, _ = _start(["--config-file", str(props), "--data-dir", str(tmp_path / "given"), "--port", "0"])
+    assert _stop(proc) == 0 and (tmp_path / "given" / ".kafka_cleanshutdown").exists()
+    for args, why in [
+        ([], "No data directory: give --data-dir, or log.dirs in --config-file or --config"),
+        (["--config", f"log.dirs={tmp_path / 'a'},{tmp_path / 'b'}"], "log.dirs lists 2 directories"),
+    ]:
+        refused = subprocess.run([*CLI, "serve", "--port", "0", *args], capture_output=True, text=True,
+                                 timeout=60)
+        assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and why in refused.stderr, refused

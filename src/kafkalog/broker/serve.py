@@ -2,8 +2,11 @@
 
     kafkalog serve --data-dir DIR [--host 127.0.0.1] [--port 9092] [--config key=value ...]
                    [--config-file server.properties]
+    kafkalog serve --config-file server.properties      # the data directory from log.dirs
 
-Configs use Kafka's broker names; ``--config`` wins over the file, ``--host``/``--port`` over both.
+Configs use Kafka's broker names; ``--config`` wins over the file, ``--host``/``--port`` over both,
+and ``--data-dir`` over the configs' ``log.dirs`` (or ``log.dir``), which name the data directory
+when it is not given -- one directory: kafkalog serves a single one.
 On SIGTERM or SIGINT requests in flight are answered, then the logs are flushed and closed and
 Kafka's clean-shutdown marker is written.
 """
@@ -15,6 +18,8 @@ import asyncio
 import logging
 import signal
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from kafkalog.errors import InvalidConfigError
@@ -31,9 +36,10 @@ def _key_value(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def add_serve_command(commands: Any, data_dir_arg: Any) -> None:
+def add_serve_command(commands: Any) -> None:
     p = commands.add_parser("serve", help="serve the data directory over Kafka's wire protocol (blocks)")
-    data_dir_arg(p)
+    p.add_argument("--data-dir", default=None, type=Path, metavar="DIR",
+                   help="the data directory (default: log.dirs, or log.dir, of the configs)")
     p.add_argument(
         "--host", default=None, help="address to listen on (default 127.0.0.1, or the listeners config)"
     )
@@ -76,9 +82,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config = config.with_overrides({"listeners": ",".join(listeners)})
     if args.verbose == 0:
         logging.getLogger("kafkalog.broker").setLevel(logging.INFO)
-    server = KafkaServer(args.data_dir, config)
+    server = KafkaServer(data_dir_of(args.data_dir, config.originals), config)
     asyncio.run(_serve(server))
     return 0
+
+
+def data_dir_of(given: Path | None, originals: Mapping[str, str]) -> Path:
+    """The directory to serve: ``--data-dir``, else the configs' ``log.dirs``, else their ``log.dir``
+    (Kafka's precedence; its default ``/tmp/kafka-logs`` is not assumed). kafkalog serves one
+    directory, so a ``log.dirs`` listing several is refused."""
+    if given is not None:
+        return given
+    for name in ("log.dirs", "log.dir"):
+        value = originals.get(name, "").strip()
+        if not value:
+            continue
+        dirs = [d.strip() for d in value.split(",") if d.strip()]
+        if len(dirs) != 1:
+            raise InvalidConfigError(
+                f"{name} lists {len(dirs)} directories ({', '.join(dirs)}): kafkalog serves one data "
+                "directory; name it in log.dirs or with --data-dir")
+        return Path(dirs[0])
+    raise InvalidConfigError("No data directory: give --data-dir, or log.dirs in --config-file or --config")
 
 
 async def _serve(server: Any) -> None:
