@@ -28,7 +28,6 @@ __all__ = [
     "FINALIZED_FEATURES_EPOCH",
     "METADATA_VERSION",
     "METADATA_VERSION_LEVEL",
-    "METADATA_VERSION_RELEASE",
     "FeatureUpdate",
     "UpgradeType",
     "finalized_features",
@@ -37,8 +36,7 @@ __all__ = [
 ]
 
 METADATA_VERSION: Final = "metadata.version"
-METADATA_VERSION_RELEASE: Final = "4.1-IV1"
-METADATA_VERSION_LEVEL: Final = 27  # Kafka's MetadataVersion.IBP_4_1_IV1
+METADATA_VERSION_LEVEL: Final = 27  # Kafka's MetadataVersion.IBP_4_1_IV1, release "4.1-IV1"
 FINALIZED_FEATURES_EPOCH: Final = 0  # the features never change (see above)
 
 # Kafka 4.1's other features (its ``Features`` enum, the test feature included): known, at level 0.
@@ -103,9 +101,8 @@ def _check(update: FeatureUpdate, node_id: int) -> str | None:
         if hi == 0:
             return f"Local controller {node_id} does not support this feature."
         return f"Local controller {node_id} only supports versions {_range_text(lo, hi)}"
-    current = finalized_features().get(update.feature, 0)
-    # The level is supported, hence the current one: neither an upgrade nor a downgrade.
-    assert update.level == current
+    # A supported level is the finalized one (each feature supports one level here): the update is
+    # neither an upgrade nor a downgrade, so the upgrade type has nothing to refuse.
     if update.feature != METADATA_VERSION and update.feature not in _OTHER_FEATURES:
         return f"Feature {update.feature} not found."  # Features.featureFromName
     return None
