@@ -205,6 +205,18 @@ def test_a_directory_written_at_a_later_epoch_is_served_at_it(tmp_path):
             _, fetched = _fetch(sock, "e", 0, current_leader_epoch=current)
             assert fetched.error_code == expected, current
             assert (fetched.high_watermark == 5) is (expected == ErrorCode.none)
+            # v16+ (KIP-951): a fenced partition names the current leader and epoch, the response
+            # the leader's endpoint
+            response, fetched = _fetch(sock, None, 0, version=16, topic_id=topic.topic_id,
+                                       current_leader_epoch=current)
+            assert fetched.error_code == expected, current
+            if expected == ErrorCode.fenced_leader_epoch:
+                assert (fetched.current_leader.leader_id, fetched.current_leader.leader_epoch) == (1, 7)
+                host, port = broker.bootstrap_servers.rsplit(":", 1)
+                endpoints = [(n.node_id, n.host, n.port) for n in response.node_endpoints]
+                assert endpoints == [(1, host, int(port))]
+            else:
+                assert fetched.current_leader.leader_id == -1 and response.node_endpoints == ()
             ((_, [(_, error, _, offset)]),) = _list_offsets_of(sock, 7, [("e", [(0, -1)])], current)
             assert (error, offset) == (expected, 5 if expected == ErrorCode.none else -1), current
             cls, mod = _raw.request_class(23, 3)

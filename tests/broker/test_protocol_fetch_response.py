@@ -14,6 +14,7 @@ from kafkalog.protocol.codec import encode_response, response_type
 from kafkalog.protocol.fetch_response import (
     FetchPartitionResult,
     FetchTopicResult,
+    NodeEndpoint,
     chunks_size,
     encode_fetch_response,
 )
@@ -141,3 +142,35 @@ def test_kafka_python_decodes_ours():
     assert topic.topic == "beta"
     assert [p.high_watermark for p in topic.partitions] == [100, 101, 102]
     assert bytes(topic.partitions[1].records) == RECORDS[1]
+
+
+@pytest.mark.parametrize("version", range(12, 19))
+@pytest.mark.parametrize("rack", [None, "r1"])
+def test_current_leader_and_node_endpoints_match_kio(version, rack):
+    """KIP-951 (v16+): a fenced partition names its current leader, and the response the leader's
+    endpoint -- as tagged fields kio encodes the same way; before v16 neither is written."""
+    fenced = FetchPartitionResult(0, ErrorCode.fenced_leader_epoch, -1, -1, -1, None, b"",
+                                  current_leader=(3, 7))
+    served = FetchPartitionResult(1, 0, 10, 10, 0, None, RECORDS[0])
+    chunks = encode_fetch_response(version, [FetchTopicResult("alpha", TOPIC_IDS[0], [fenced, served])],
+                                   node_endpoints=[NodeEndpoint(3, "broker-3.example", 9092, rack)])
+    ours = b"".join(c for c in chunks if isinstance(c, bytes))
+    cls = response_type(1, version)
+    mod = __import__(cls.__module__, fromlist=["x"])
+    common = dict(high_watermark=-1, last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                  preferred_read_replica=-1, records=b"")
+    parts = [
+        mod.PartitionData(partition_index=0, error_code=ErrorCode.fenced_leader_epoch, **common,
+                          **({"current_leader": mod.LeaderIdAndEpoch(leader_id=3, leader_epoch=7)}
+                             if version >= 16 else {})),
+        mod.PartitionData(partition_index=1, error_code=ErrorCode.none, high_watermark=10,
+                          last_stable_offset=10, log_start_offset=0, aborted_transactions=None,
+                          preferred_read_replica=-1, records=RECORDS[0]),
+    ]
+    topic_key = {"topic_id": TOPIC_IDS[0]} if version >= 13 else {"topic": "alpha"}
+    values = dict(throttle_time=timedelta(0), error_code=ErrorCode.none, session_id=0,
+                  responses=(mod.FetchableTopicResponse(**topic_key, partitions=tuple(parts)),))
+    if version >= 16:
+        endpoint = mod.NodeEndpoint(node_id=3, host="broker-3.example", port=9092, rack=rack)
+        values["node_endpoints"] = (endpoint,)
+    assert ours == encode_response(cls(**values))

@@ -134,6 +134,14 @@ class ReplicaManager:
         """The partition's log; UnknownTopicOrPartitionError if there is none."""
         return self._log_manager.get_log(tp.topic, tp.partition)
 
+    def leader_epoch(self, tp: TopicPartition) -> int:
+        """The partition's leader epoch, what Metadata reports: its log's (``Log.leader_epoch``, the
+        epoch its appends are stamped with), 0 for a partition whose log is not open."""
+        try:
+            return self.get_log(tp).leader_epoch
+        except KafkaLogError:
+            return 0
+
     # --- produce ---------------------------------------------------------------------------------
 
     def append_records(

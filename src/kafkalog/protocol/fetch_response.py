@@ -8,7 +8,10 @@ Layout: throttle_time_ms int32; v7+ error_code int16, session_id int32; topics: 
 or topic_id uuid (v13+); partitions: partition_index int32, error_code int16, high_watermark int64,
 last_stable_offset int64, log_start_offset int64 (v5+), aborted_transactions nullable array of
 (producer_id int64, first_offset int64), preferred_read_replica int32 (v11+), records nullable
-bytes. From v12 compact encodings and tagged fields (none written: their defaults apply).
+bytes. From v12 compact encodings and tagged fields: from v16 (KIP-951) a partition's
+``CurrentLeader`` (tag 1: leader_id int32, leader_epoch int32) and the response's ``NodeEndpoints``
+(tag 0: node_id int32, host, port int32, rack) where given; no other tagged field is written (their
+defaults apply).
 """
 
 from __future__ import annotations
@@ -18,11 +21,18 @@ import uuid
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from kafkalog.protocol.primitives import write_array_len, write_topic_key, write_uvarint
+from kafkalog.protocol.primitives import (
+    write_array_len,
+    write_compact_nullable_string,
+    write_compact_string,
+    write_topic_key,
+    write_uvarint,
+)
 
 __all__ = [
     "FetchPartitionResult",
     "FetchTopicResult",
+    "NodeEndpoint",
     "RecordsRegion",
     "chunks_size",
     "encode_fetch_response",
@@ -30,12 +40,14 @@ __all__ = [
 
 FIRST_FLEXIBLE = 12
 FIRST_TOPIC_ID = 13
+FIRST_CURRENT_LEADER = 16  # KIP-951: CurrentLeader and NodeEndpoints
 
 _I32 = struct.Struct(">i")
 _HEAD_V7 = struct.Struct(">ihi")
 _PARTITION = struct.Struct(">ihqq")
 _I64 = struct.Struct(">q")
 _ABORTED = struct.Struct(">qq")
+_CURRENT_LEADER = struct.Struct(">BBiiB")  # tag 1, size 9, leader id, leader epoch, no tagged fields
 # Record bytes shorter than this are copied into the metadata chunk; longer ones become a chunk.
 _INLINE_MAX = 4096
 
@@ -61,6 +73,16 @@ class FetchPartitionResult(NamedTuple):  # a NamedTuple: built per partition per
     aborted_transactions: Sequence[tuple[int, int]] | None  # (producer_id, first_offset)
     records: Records | None
     preferred_read_replica: int = -1
+    current_leader: tuple[int, int] | None = None  # (leader id, leader epoch), v16+
+
+
+class NodeEndpoint(NamedTuple):
+    """A node a partition's ``current_leader`` names (Fetch v16+'s ``NodeEndpoints``)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
 
 
 class FetchTopicResult(NamedTuple):
@@ -84,9 +106,11 @@ def encode_fetch_response(
     throttle_time_ms: int = 0,
     error_code: int = 0,
     session_id: int = 0,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> list[Chunk]:
     """The response body (no header) as chunks: ``bytes`` and ``RecordsRegion`` items alternating."""
     flexible = version >= FIRST_FLEXIBLE
+    leaders = version >= FIRST_CURRENT_LEADER
     chunks: list[Chunk] = []
     out = bytearray(
         _HEAD_V7.pack(throttle_time_ms, error_code, session_id)
@@ -124,11 +148,27 @@ def encode_fetch_response(
                     chunks.append(bytes(out))
                     chunks.append(bytes(records) if isinstance(records, bytearray | memoryview) else records)
                     out = bytearray()
-            if flexible:
+            if leaders and p.current_leader is not None:
+                out.append(1)  # one partition tagged field: CurrentLeader
+                out += _CURRENT_LEADER.pack(1, 9, p.current_leader[0], p.current_leader[1], 0)
+            elif flexible:
                 out.append(0)  # partition tagged fields
         if flexible:
             out.append(0)  # topic tagged fields
-    if flexible:
+    if leaders and node_endpoints:
+        out.append(1)  # one response tagged field: NodeEndpoints
+        field = bytearray()
+        write_array_len(field, len(node_endpoints), True)
+        for node in node_endpoints:
+            field += _I32.pack(node.node_id)
+            write_compact_string(field, node.host)
+            field += _I32.pack(node.port)
+            write_compact_nullable_string(field, node.rack)
+            field.append(0)
+        out.append(0)  # tag 0
+        write_uvarint(out, len(field))
+        out += field
+    elif flexible:
         out.append(0)  # response tagged fields
     chunks.append(bytes(out))
     return chunks

@@ -24,8 +24,9 @@ from kio.schema.errors import ErrorCode
 from kafkalog.broker.acl import AclOperation, ResourceType
 from kafkalog.broker.auth_helper import NOT_REQUESTED, authorize, authorized_operations
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.handlers.metadata import led_partition, partition_leader_epoch
+from kafkalog.broker.handlers.metadata import led_partition
 from kafkalog.broker.metadata_cache import ZERO_UUID
+from kafkalog.broker.replica_manager import TopicPartition
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.errors import InvalidTopicError
 from kafkalog.protocol.api_keys import ApiKey
@@ -118,7 +119,8 @@ async def handle_describe_topic_partitions_request(apis: Any, request: RequestCo
         count = cache.num_partitions(name)
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(count, start + remaining)
-        partitions = tuple(led_partition(partition_cls, p, node, partition_leader_epoch(apis, name, p))
+        epoch_of = apis.replica_manager.leader_epoch
+        partitions = tuple(led_partition(partition_cls, p, node, epoch_of(TopicPartition(name, p)))
                            for p in range(start, upper))
         topics.append(
             build(

@@ -5,7 +5,9 @@ requested offset, through ``ReplicaManager.fetch_messages`` (long-poll on ``max_
 Sessions (KIP-227) are not kept: a full fetch (session id 0) is answered with session id 0, which
 every client takes as "sessionless"; an incremental one (a non-zero session id) gets
 FETCH_SESSION_ID_NOT_FOUND so that the client starts over with a full fetch. Topics are named by id
-from v13 (UNKNOWN_TOPIC_ID when unknown). Follower fetches (replica id ≥ 0) are not served.
+from v13 (UNKNOWN_TOPIC_ID when unknown). Follower fetches (replica id ≥ 0) are not served. From
+v16 a partition that fails with FENCED_LEADER_EPOCH (or NOT_LEADER_OR_FOLLOWER) names its current
+leader and epoch, and the response that leader's endpoint (KIP-951), as Kafka's ``handleFetchRequest``.
 """
 
 from __future__ import annotations
@@ -26,10 +28,19 @@ from kafkalog.broker.replica_manager import (
 )
 from kafkalog.broker.request import RequestContext, millis
 from kafkalog.protocol.api_keys import ApiKey
-from kafkalog.protocol.fetch_response import FetchPartitionResult, FetchTopicResult, encode_fetch_response
+from kafkalog.protocol.fetch_response import (
+    FIRST_CURRENT_LEADER,
+    FetchPartitionResult,
+    FetchTopicResult,
+    NodeEndpoint,
+    encode_fetch_response,
+)
 from kafkalog.storage.log import FetchIsolation
 
 _READ_COMMITTED = 1
+# KafkaApis names the partition's current leader (KIP-951) for these errors, so that the client need
+# not wait for a metadata refresh.
+_NAMES_THE_LEADER = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
 
 
 def _replica_id(body: Any) -> int:
@@ -118,12 +129,17 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
             wanted = [(tp, info) for tp, info in wanted if tp not in results]
     results.update(await apis.replica_manager.fetch_messages(params, wanted))
     topics = []
+    leads = False  # whether a partition names its current leader (KIP-951, v16+)
     for key, parts in layout:
         partitions = []
         for index, maybe_tp in parts:
             data = (
                 results[maybe_tp] if maybe_tp is not None else FetchPartitionData(ErrorCode.unknown_topic_id)
             )
+            current_leader = None
+            if version >= FIRST_CURRENT_LEADER and maybe_tp is not None and data.error in _NAMES_THE_LEADER:
+                current_leader = (apis.node_id, apis.replica_manager.leader_epoch(maybe_tp))
+                leads = True
             partitions.append(
                 FetchPartitionResult(
                     partition_index=index,
@@ -133,6 +149,7 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
                     log_start_offset=data.log_start_offset,
                     aborted_transactions=data.aborted_transactions,
                     records=data.records,
+                    current_leader=current_leader,
                 )
             )
         topics.append(
@@ -140,4 +157,8 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
                 name=None if by_id else key, topic_id=key if by_id else None, partitions=partitions
             )
         )
-    return encode_fetch_response(version, topics)
+    endpoints: tuple[NodeEndpoint, ...] = ()
+    if leads:  # the leader's endpoint on the listener the request came in on, as Metadata gives it
+        endpoint = apis.endpoint_for(request)
+        endpoints = (NodeEndpoint(apis.node_id, endpoint.host, endpoint.port, endpoint.rack),)
+    return encode_fetch_response(version, topics, node_endpoints=endpoints)

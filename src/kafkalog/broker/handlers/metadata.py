@@ -22,6 +22,7 @@ from kafkalog.broker.group.manager_of import group_metadata_manager
 from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.metadata_cache import ZERO_UUID
+from kafkalog.broker.replica_manager import TopicPartition
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.broker.txn.transaction_topic import TRANSACTION_STATE_TOPIC_NAME
@@ -51,15 +52,6 @@ def _maybe_create(apis: Any, topic: str) -> ErrorCode:
         log.info("Cannot auto-create topic %r: %s", topic, e)
         return error_code_for(e)
     return ErrorCode.none
-
-
-def partition_leader_epoch(apis: Any, topic: str, partition: int) -> int:
-    """The partition's leader epoch: its log's (``Log.leader_epoch``, the epoch its appends are
-    stamped with), 0 for a partition whose log is not open."""
-    try:
-        return int(apis.log_manager.get_log(topic, partition).leader_epoch)
-    except KafkaLogError:
-        return 0
 
 
 def led_partition(partition_cls: Any, index: int, node: int, leader_epoch: int) -> Any:
@@ -186,8 +178,9 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
                 error = ErrorCode.unknown_topic_or_partition
         partitions: tuple[Any, ...] = ()
         if error == ErrorCode.none:
+            epoch_of = apis.replica_manager.leader_epoch
             partitions = tuple(
-                led_partition(partition_cls, p, node, partition_leader_epoch(apis, name, p))
+                led_partition(partition_cls, p, node, epoch_of(TopicPartition(name, p)))
                 for p in range(cache.num_partitions(name))
             )
         topics.append(
