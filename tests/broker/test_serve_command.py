@@ -12,6 +12,7 @@ import threading
 import time
 
 import kafka
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 from kio.schema.errors import ErrorCode
 
 from tests.broker import _raw
@@ -123,8 +124,16 @@ def test_the_data_directory_comes_from_log_dirs_without_data_dir(tmp_path):
     assert (tmp_path / "from-file" / "t-0").is_dir() and not (tmp_path / "ignored").exists()
     proc, _ = _start(["--config", f"log.dir={tmp_path / 'from-dir'}", "--port", "0"])
     assert _stop(proc) == 0 and (tmp_path / "from-dir" / ".kafka_cleanshutdown").exists()
-    proc, _ = _start(["--config-file", str(props), "--data-dir", str(tmp_path / "given"), "--port", "0"])
-    assert _stop(proc) == 0 and (tmp_path / "given" / ".kafka_cleanshutdown").exists()
+    given = ["--config-file", str(props), "--data-dir", str(tmp_path / "given"), "--port", "0"]
+    proc, bootstrap = _start(given)
+    try:  # the broker's log.dirs, as DescribeConfigs reports it, is the directory served
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        (future,) = admin.describe_configs([ConfigResource("BROKER", "1")]).values()
+        entry = future.result(15)["log.dirs"]
+        assert entry.value == str((tmp_path / "given").resolve())
+        assert entry.source == ConfigSource.STATIC_BROKER_CONFIG.value
+    finally:
+        assert _stop(proc) == 0 and (tmp_path / "given" / ".kafka_cleanshutdown").exists()
     for args, why in [
         ([], "No data directory: give --data-dir, or log.dirs in --config-file or --config"),
         (["--config", f"log.dirs={tmp_path / 'a'},{tmp_path / 'b'}"], "log.dirs lists 2 directories"),

@@ -61,7 +61,12 @@ def _authenticator(apis: KafkaApis, servers: ServerFactories) -> Callable[[], Sa
 class KafkaServer:
     def __init__(self, data_dir: Path | str, config: KafkaConfig | None = None) -> None:
         self.data_dir = Path(data_dir)
-        self.config = config if config is not None else KafkaConfig()
+        config = config if config is not None else KafkaConfig()
+        named = config.originals.get("log.dirs", "").strip()
+        if not named or Path(named).resolve() != self.data_dir.resolve():
+            # DescribeConfigs then reports the directory served, as Kafka's log.dirs names its own.
+            config = config.with_overrides({"log.dirs": str(self.data_dir.resolve())})
+        self.config = config
         self.log_manager: LogManager | None = None
         self.apis: KafkaApis | None = None
         self._socket_servers: list[SocketServer] = []
