@@ -29,7 +29,7 @@ from kafkalog.storage.config_def import (
 )
 from kafkalog.storage.java_properties import read_properties_file
 
-__all__ = ["BROKER_DEFAULTS", "KafkaConfig", "ListenerSpec"]
+__all__ = ["BROKER_DEFAULTS", "GROUP_BOUNDED", "KafkaConfig", "ListenerSpec"]
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +116,10 @@ def _parse_int(name: str, value: str, lo: int = LONG_MIN, hi: int = LONG_MAX) ->
 
 # The group coordinator configs above as (value, lower bound, upper bound), each an int within its
 # range (Kafka's ``atLeast(1)``, or ``between`` for the record-lock ones).
-_GROUP_BOUNDED = tuple(
-    (f"group.{kind}.{what}", f"group.{kind}.min.{what}", f"group.{kind}.max.{what}")
+# group config (KIP-848/932, broker/group/group_config.py) -> the broker configs of its default, min
+# and max: the coordinator's bounded configs.
+GROUP_BOUNDED: dict[str, tuple[str, str, str]] = {
+    f"{kind}.{what}": (f"group.{kind}.{what}", f"group.{kind}.min.{what}", f"group.{kind}.max.{what}")
     for kind, what in (
         ("consumer", "heartbeat.interval.ms"),
         ("consumer", "session.timeout.ms"),
@@ -125,7 +127,7 @@ _GROUP_BOUNDED = tuple(
         ("share", "session.timeout.ms"),
         ("share", "record.lock.duration.ms"),
     )
-)
+}
 _GROUP_RANGES = {
     "group.share.record.lock.duration.ms": (1000, 3_600_000),
     "group.share.min.record.lock.duration.ms": (1000, 30_000),
@@ -137,7 +139,7 @@ def _check_group_coordinator_configs(get_int: Callable[[str], int]) -> None:
     """What Kafka's ``GroupCoordinatorConfig`` and ``ShareGroupConfig`` require at startup: each
     value within its range and within its min and max, and a heartbeat interval below its session
     timeout."""
-    for triple in _GROUP_BOUNDED:
+    for triple in GROUP_BOUNDED.values():
         value, lo, hi = (get_int(name) for name in triple)
         for name, number in zip(triple, (value, lo, hi), strict=True):
             least, most = _GROUP_RANGES.get(name, (1, INT_MAX))

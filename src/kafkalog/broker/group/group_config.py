@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog.broker.alter_config_op import altered_values
-from kafkalog.broker.config import KafkaConfig
+from kafkalog.broker.config import GROUP_BOUNDED, KafkaConfig
 from kafkalog.broker.handlers import component, register_component
 from kafkalog.errors import InvalidConfigError, InvalidRequestError
 from kafkalog.storage.config_def import at_least, java_trim, parse_int
@@ -55,60 +55,26 @@ class GroupConfigDef:
     default: str  # Kafka's built-in default
     broker_default: str | None = None  # the broker config whose value is the default, if any
     at_least: int | None = None
-    bounds: tuple[str, str] | None = None  # the broker configs of its min and max
-
-
-def _bounded(kind: str, what: str) -> tuple[str, str]:
-    return f"group.{kind}.min.{what}", f"group.{kind}.max.{what}"
 
 
 # Kafka 4.0's GroupConfig, in its definition order (the order values are parsed, so the order errors
 # are found in).
 GROUP_CONFIGS: tuple[GroupConfigDef, ...] = (
-    GroupConfigDef(
-        "consumer.session.timeout.ms",
-        "int",
-        "45000",
-        "group.consumer.session.timeout.ms",
-        1,
-        _bounded("consumer", "session.timeout.ms"),
-    ),
-    GroupConfigDef(
-        "consumer.heartbeat.interval.ms",
-        "int",
-        "5000",
-        "group.consumer.heartbeat.interval.ms",
-        1,
-        _bounded("consumer", "heartbeat.interval.ms"),
-    ),
+    GroupConfigDef("consumer.session.timeout.ms", "int", "45000", "group.consumer.session.timeout.ms", 1),
+    GroupConfigDef("consumer.heartbeat.interval.ms", "int", "5000",
+                   "group.consumer.heartbeat.interval.ms", 1),
     # Kafka 4.0 does not default the share session timeout and heartbeat interval to the broker's
     # group.share.* values (4.1 does, KAFKA-19075): their built-in defaults stand.
-    GroupConfigDef(
-        "share.session.timeout.ms", "int", "45000", None, 1, _bounded("share", "session.timeout.ms")
-    ),
-    GroupConfigDef(
-        "share.heartbeat.interval.ms", "int", "5000", None, 1, _bounded("share", "heartbeat.interval.ms")
-    ),
-    GroupConfigDef(
-        "share.record.lock.duration.ms",
-        "int",
-        "30000",
-        "group.share.record.lock.duration.ms",
-        1000,
-        _bounded("share", "record.lock.duration.ms"),
-    ),
+    GroupConfigDef("share.session.timeout.ms", "int", "45000", None, 1),
+    GroupConfigDef("share.heartbeat.interval.ms", "int", "5000", None, 1),
+    GroupConfigDef("share.record.lock.duration.ms", "int", "30000",
+                   "group.share.record.lock.duration.ms", 1000),
     GroupConfigDef("share.auto.offset.reset", "string", "latest"),
 )
 _BY_NAME = {d.name: d for d in GROUP_CONFIGS}
-# Kafka's GroupConfig.validateValues checks the bounds in this order, then each session timeout
-# against its heartbeat interval.
-_BOUND_ORDER = (
-    "consumer.heartbeat.interval.ms",
-    "consumer.session.timeout.ms",
-    "share.heartbeat.interval.ms",
-    "share.session.timeout.ms",
-    "share.record.lock.duration.ms",
-)
+# Kafka's GroupConfig.validateValues checks the bounds (the broker's min and max configs of each
+# bounded group config, GROUP_BOUNDED) in that table's order, then each session timeout against its
+# heartbeat interval.
 _SESSION_OVER_HEARTBEAT = (
     ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
     ("share.session.timeout.ms", "share.heartbeat.interval.ms"),
@@ -175,10 +141,8 @@ def validate_group_configs(props: Mapping[str, str], broker: KafkaConfig) -> Non
             raise InvalidConfigError(f"Unknown group config name: {name}")
     combined = {**group_config_defaults(broker), **props}
     values = {d.name: parse_group_config(d.name, combined[d.name]) for d in GROUP_CONFIGS}
-    for name in _BOUND_ORDER:
-        bounds = _BY_NAME[name].bounds
-        assert bounds is not None
-        number, (lower, upper) = int(values[name]), bounds
+    for name, (_, lower, upper) in GROUP_BOUNDED.items():
+        number = int(values[name])
         if number < broker.get_int(lower):
             raise InvalidConfigError(f"{name} must be greater than or equal to {lower}")
         if number > broker.get_int(upper):
