@@ -191,3 +191,28 @@ def test_produce_v3_and_v13_by_topic_id(broker):
         response = _raw.request(sock, request)
         assert response.responses[0].topic_id == topic_id
         assert response.responses[0].partition_responses[0].base_offset == 1
+
+
+def test_a_partition_named_twice_is_answered_once(broker):
+    """As Kafka's maps by partition: the last record set named for a partition is the one appended,
+    a refusal of either wins, and the response names the partition once."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "twice")
+        cls, mod = _raw.request_class(0, PRODUCE_VERSION)
+
+        def produce_twice(first, second):
+            data = (mod.TopicProduceData(name="twice", partition_data=(
+                mod.PartitionProduceData(index=0, records=first),)),
+                mod.TopicProduceData(name="twice", partition_data=(
+                    mod.PartitionProduceData(index=0, records=second),)))
+            response = _raw.request(sock, cls(transactional_id=None, acks=-1, timeout=timedelta(seconds=5),
+                                              topic_data=data))
+            return [(t.name, [(p.index, p.error_code, p.base_offset) for p in t.partition_responses])
+                    for t in response.responses]
+
+        assert produce_twice(_batch(1), _batch(2)) == [("twice", [(0, ErrorCode.none, 0)])]
+        log = broker.server.log_manager.get_log("twice", 0)
+        assert log.log_end_offset == 2  # the second set, two records
+        # the second is no valid batch: its refusal is the answer, the first set is appended
+        assert produce_twice(_batch(1), b"\x00" * 70) == [("twice", [(0, ErrorCode.corrupt_message, -1)])]
+        assert log.log_end_offset == 3

@@ -142,12 +142,13 @@ def _topic_key(topic: TopicProduceData) -> Any:
 
 
 def _named_partitions(body: ProduceRequestData, cache: Any) -> list[tuple[Any, TopicPartition]]:
-    """(topic key, partition) of every partition, in request order."""
-    named: list[tuple[Any, TopicPartition]] = []
+    """(topic key, partition) of every partition, in request order, once each."""
+    named: dict[TopicPartition, Any] = {}
     for topic in body.topics:
         name = _topic_name(topic, cache) or ""
-        named.extend((_topic_key(topic), TopicPartition(name, p.partition_index)) for p in topic.partitions)
-    return named
+        for p in topic.partitions:
+            named.setdefault(TopicPartition(name, p.partition_index), _topic_key(topic))
+    return [(topic_key, tp) for tp, topic_key in named.items()]
 
 
 def _authorize_produce(
@@ -195,12 +196,15 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
     verify = transactional_id is not None and apis.config.get_bool(
         "transaction.partition.verification.enable"
     )
+    named: set[TopicPartition] = set()  # a partition named twice is answered once (Kafka's maps)
     for topic in topics:
         name = _topic_name(topic, cache)
         topic_key = _topic_key(topic)
         for partition in topic.partitions:
             key = TopicPartition(name if name is not None else "", partition.partition_index)
-            order.append((topic_key, key))
+            if key not in named:
+                named.add(key)
+                order.append((topic_key, key))
             if name is None:
                 invalid[key] = PartitionResponse(ErrorCode.unknown_topic_id)
                 continue
@@ -216,8 +220,9 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
         order.append((topic_key, tp))
         invalid[tp] = PartitionResponse(ErrorCode.topic_authorization_failed)
 
-    results: dict[TopicPartition, PartitionResponse] = dict(invalid)
+    results: dict[TopicPartition, PartitionResponse] = {}
     apis.replica_manager.append_records(body.timeout_ms, body.acks, entries, results.update)
+    results.update(invalid)  # Kafka merges the refusals last: they win for a partition named twice
     if body.acks == 0:
         _close_on_failure(results)
         return None
