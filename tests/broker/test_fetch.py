@@ -283,3 +283,29 @@ def test_many_partitions_stay_within_the_region_limit(tmp_path, monkeypatch):
         assert all(d.records == stored for _, d in results if not isinstance(d.records, FileRegion))
         for _, d in results:
             d.release()
+
+
+def test_a_partition_named_twice_is_fetched_once_from_its_last_offset(broker):
+    """Kafka's fetch data is a map by partition: one entry where the partition was first named, with
+    the offset named for it last; consecutive partitions of a topic share one topic entry."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "dup")
+        for n in (2, 3):
+            _produce(sock, "dup", _batch(n))
+        cls, mod = _raw.request_class(1, 12)
+
+        def part(offset):
+            return mod.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=offset,
+                                      log_start_offset=-1, last_fetched_epoch=-1, partition_max_bytes=1 << 20)
+
+        request = cls(replica_id=-1, max_wait=timedelta(0), min_bytes=1, max_bytes=2**31 - 1,
+                      isolation_level=0, session_id=0, session_epoch=-1,
+                      topics=(mod.FetchTopic(topic="dup", partitions=(part(0),)),
+                              mod.FetchTopic(topic="dup", partitions=(part(2),))),
+                      forgotten_topics_data=(), rack_id="")
+        response = _raw.request(sock, request)
+        (topic,) = response.responses
+        (partition,) = topic.partitions
+        batches = list(MemoryRecords(partition.records).batches())
+        assert (topic.topic, partition.error_code) == ("dup", ErrorCode.none)
+        assert [b.base_offset for b in batches] == [2]  # from offset 2, the last one named

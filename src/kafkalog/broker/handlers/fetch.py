@@ -91,27 +91,28 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
         return encode_fetch_response(version, (), error_code=ErrorCode.unknown_server_error)
     cache = apis.metadata_cache
     by_id = version >= 13
-    wanted: list[tuple[TopicPartition, FetchPartitionInfo]] = []
-    unknown: dict[tuple[int, int], Any] = {}  # (topic index, partition) -> the unknown topic id
-    layout: list[tuple[Any, list[tuple[int, TopicPartition | None]]]] = []
-    for ti, topic in enumerate(body.topics):
+    # Kafka's FetchRequest.fetchData is a LinkedHashMap by partition: one entry per partition, where
+    # it was first named, with what was named for it last.
+    named: dict[tuple[Any, int], TopicPartition | None] = {}  # (topic key, partition) -> None if unknown
+    infos: dict[TopicPartition, FetchPartitionInfo] = {}
+    unknown = False
+    for topic in body.topics:
         if by_id:
             name = cache.topic_name(topic.topic_id)
             key: Any = topic.topic_id
         else:
             name = topic.topic
             key = name
-        parts: list[tuple[int, TopicPartition | None]] = []
         for p in topic.partitions:
             if name is None:
-                unknown[(ti, p.partition)] = topic.topic_id
-                parts.append((p.partition, None))
+                unknown = True
+                named[(key, p.partition)] = None
                 continue
             tp = TopicPartition(name, p.partition)
-            wanted.append((tp, FetchPartitionInfo(p.fetch_offset, p.partition_max_bytes,
-                                                  getattr(p, "current_leader_epoch", -1))))
-            parts.append((p.partition, tp))
-        layout.append((key, parts))
+            named[(key, p.partition)] = tp
+            infos[tp] = FetchPartitionInfo(p.fetch_offset, p.partition_max_bytes,
+                                           getattr(p, "current_leader_epoch", -1))
+    wanted = list(infos.items())
     isolation = (
         FetchIsolation.TXN_COMMITTED
         if getattr(body, "isolation_level", 0) == _READ_COMMITTED
@@ -128,33 +129,30 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
         if results:
             wanted = [(tp, info) for tp, info in wanted if tp not in results]
     results.update(await apis.replica_manager.fetch_messages(params, wanted))
-    topics = []
+    topics: list[FetchTopicResult] = []
     leads = False  # whether a partition names its current leader (KIP-951, v16+)
-    for key, parts in layout:
-        partitions = []
-        for index, maybe_tp in parts:
-            data = (
-                results[maybe_tp] if maybe_tp is not None else FetchPartitionData(ErrorCode.unknown_topic_id)
-            )
-            current_leader = None
-            if version >= FIRST_CURRENT_LEADER and maybe_tp is not None and data.error in _NAMES_THE_LEADER:
-                current_leader = (apis.node_id, apis.replica_manager.leader_epoch(maybe_tp))
-                leads = True
-            partitions.append(
-                FetchPartitionResult(
-                    partition_index=index,
-                    error_code=data.error,
-                    high_watermark=data.high_watermark,
-                    last_stable_offset=data.last_stable_offset,
-                    log_start_offset=data.log_start_offset,
-                    aborted_transactions=data.aborted_transactions,
-                    records=data.records,
-                    current_leader=current_leader,
-                )
-            )
-        topics.append(
-            FetchTopicResult(
-                name=None if by_id else key, topic_id=key if by_id else None, partitions=partitions
+    partitions: list[FetchPartitionResult] = []
+    for (key, index), maybe_tp in named.items():
+        data = results[maybe_tp] if maybe_tp is not None else FetchPartitionData(ErrorCode.unknown_topic_id)
+        current_leader = None
+        if version >= FIRST_CURRENT_LEADER and maybe_tp is not None and data.error in _NAMES_THE_LEADER:
+            current_leader = (apis.node_id, apis.replica_manager.leader_epoch(maybe_tp))
+            leads = True
+        if not topics or key != (topics[-1].topic_id if by_id else topics[-1].name):
+            # consecutive partitions of a topic share its entry (FetchResponse.toMessage)
+            partitions = []
+            topics.append(FetchTopicResult(name=None if by_id else key, topic_id=key if by_id else None,
+                                           partitions=partitions))
+        partitions.append(
+            FetchPartitionResult(
+                partition_index=index,
+                error_code=data.error,
+                high_watermark=data.high_watermark,
+                last_stable_offset=data.last_stable_offset,
+                log_start_offset=data.log_start_offset,
+                aborted_transactions=data.aborted_transactions,
+                records=data.records,
+                current_leader=current_leader,
             )
         )
     endpoints: tuple[NodeEndpoint, ...] = ()
