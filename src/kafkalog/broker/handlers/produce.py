@@ -217,7 +217,9 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
             else:
                 entries[key] = records
     for topic_key, tp in denied:
-        order.append((topic_key, tp))
+        if tp not in named:
+            named.add(tp)
+            order.append((topic_key, tp))
         invalid[tp] = PartitionResponse(ErrorCode.topic_authorization_failed)
 
     results: dict[TopicPartition, PartitionResponse] = {}
