@@ -114,10 +114,9 @@ def _parse_int(name: str, value: str, lo: int = LONG_MIN, hi: int = LONG_MAX) ->
     return number
 
 
-# The group coordinator configs above as (value, lower bound, upper bound), each an int within its
-# range (Kafka's ``atLeast(1)``, or ``between`` for the record-lock ones).
-# group config (KIP-848/932, broker/group/group_config.py) -> the broker configs of its default, min
-# and max: the coordinator's bounded configs.
+# The group coordinator's bounded configs: group config (KIP-848/932, broker/group/group_config.py)
+# -> the broker configs of its value, lower bound and upper bound, each an int within its range
+# (Kafka's ``atLeast(1)``, or ``between`` for the record-lock ones).
 GROUP_BOUNDED: dict[str, tuple[str, str, str]] = {
     f"{kind}.{what}": (f"group.{kind}.{what}", f"group.{kind}.min.{what}", f"group.{kind}.max.{what}")
     for kind, what in (

@@ -3,7 +3,8 @@
 Checkpoints, ``partition.metadata``, partition-directory names and ``meta.properties`` are parsed
 by Kafka with ``BufferedReader.readLine``, ``Pattern.compile("\\\\s+")`` and ``Integer.parseInt``;
 these helpers reproduce those rules (ASCII whitespace only, optional sign, range-checked) so that
-whatever Kafka accepts is accepted here.
+whatever Kafka accepts is accepted here. ``String.trim``, which ``ConfigDef`` applies to every config
+value (``config_def``), is here too.
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ def java_split_ws(line: str) -> list[str]:
     while parts and parts[-1] == "":
         parts.pop()
     return parts or [""]
+
+
+_JAVA_BLANKS = "".join(chr(c) for c in range(0x21))
+
+
+def java_trim(text: str) -> str:
+    """Java's ``String.trim``: every char up to U+0020 off both ends (and nothing else)."""
+    return text.strip(_JAVA_BLANKS)
 
 
 def java_int(text: str, lo: int, hi: int) -> int | None:

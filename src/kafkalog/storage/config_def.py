@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalog.errors import InvalidConfigError
+from kafkalog.storage._java_text import JAVA_WS, java_int, java_trim
 
 __all__ = [
     "INT_MAX",
@@ -45,24 +46,9 @@ LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 Validator = Callable[[str, Any], None]
 
-_JAVA_BLANKS = "".join(chr(c) for c in range(0x21))
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
 _JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?")
 # Kafka's COMMA_WITH_WHITESPACE, "\\s*,\\s*": Java's \s is ASCII whitespace only.
-_LIST_SPLIT = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")
-
-
-def java_trim(text: str) -> str:
-    """Java's ``String.trim``: every char up to U+0020 off both ends (and nothing else)."""
-    return text.strip(_JAVA_BLANKS)
-
-
-def java_int(text: str, lo: int, hi: int) -> int | None:
-    """``Integer.parseInt`` / ``Long.parseLong`` of ``text`` within [lo, hi], or None."""
-    if not _JAVA_INT.fullmatch(text):
-        return None
-    number = int(text)
-    return number if lo <= number <= hi else None
+_LIST_SPLIT = re.compile(f"[{JAVA_WS}]*,[{JAVA_WS}]*")
 
 
 def invalid(name: str, value: object, reason: str) -> InvalidConfigError:
