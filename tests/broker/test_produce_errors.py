@@ -4,6 +4,7 @@ get OUT_OF_ORDER_SEQUENCE_NUMBER, and each failure gets Kafka's per-partition er
 from __future__ import annotations
 
 import struct
+import uuid
 import zlib
 from datetime import timedelta
 
@@ -191,6 +192,14 @@ def test_produce_v3_and_v13_by_topic_id(broker):
         response = _raw.request(sock, request)
         assert response.responses[0].topic_id == topic_id
         assert response.responses[0].partition_responses[0].base_offset == 1
+        # two unknown ids are two topics, each partition answered (not one partition "named twice")
+        unknown = (uuid.UUID(int=1), uuid.UUID(int=2))
+        one = (mod.PartitionProduceData(index=0, records=_batch(1)),)
+        request = cls(transactional_id=None, acks=1, timeout=timedelta(seconds=5),
+                      topic_data=tuple(mod.TopicProduceData(topic_id=u, partition_data=one) for u in unknown))
+        response = _raw.request(sock, request)
+        assert [(t.topic_id, [p.error_code for p in t.partition_responses]) for t in response.responses] == [
+            (u, [ErrorCode.unknown_topic_id]) for u in unknown]
 
 
 def test_a_partition_named_twice_is_answered_once(broker):

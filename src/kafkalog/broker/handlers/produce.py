@@ -141,14 +141,14 @@ def _topic_key(topic: TopicProduceData) -> Any:
     return topic.name if topic.name is not None else topic.topic_id
 
 
-def _named_partitions(body: ProduceRequestData, cache: Any) -> list[tuple[Any, TopicPartition]]:
-    """(topic key, partition) of every partition, in request order, once each."""
-    named: dict[TopicPartition, Any] = {}
+def _named_partitions(body: ProduceRequestData, cache: Any) -> dict[tuple[Any, int], TopicPartition]:
+    """(topic key, partition index) -> partition, in request order, once each."""
+    named: dict[tuple[Any, int], TopicPartition] = {}
     for topic in body.topics:
         name = _topic_name(topic, cache) or ""
         for p in topic.partitions:
-            named.setdefault(TopicPartition(name, p.partition_index), _topic_key(topic))
-    return [(topic_key, tp) for tp, topic_key in named.items()]
+            named.setdefault((_topic_key(topic), p.partition_index), TopicPartition(name, p.partition_index))
+    return named
 
 
 def _authorize_produce(
@@ -191,20 +191,19 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
         topics, denied = authorized
     entries: dict[TopicPartition, memoryview | None] = {}
     invalid: dict[TopicPartition, PartitionResponse] = {}
-    order: list[tuple[Any, TopicPartition]] = []  # (the topic as the client named it, partition)
+    # (the topic as the client named it, partition index) -> partition: a partition named twice is
+    # answered once, where first named (Kafka's maps by partition)
+    order: dict[tuple[Any, int], TopicPartition] = {}
     transactional_id = body.transactional_id
     verify = transactional_id is not None and apis.config.get_bool(
         "transaction.partition.verification.enable"
     )
-    named: set[TopicPartition] = set()  # a partition named twice is answered once (Kafka's maps)
     for topic in topics:
         name = _topic_name(topic, cache)
         topic_key = _topic_key(topic)
         for partition in topic.partitions:
             key = TopicPartition(name if name is not None else "", partition.partition_index)
-            if key not in named:
-                named.add(key)
-                order.append((topic_key, key))
+            order.setdefault((topic_key, partition.partition_index), key)
             if name is None:
                 invalid[key] = PartitionResponse(ErrorCode.unknown_topic_id)
                 continue
@@ -217,9 +216,7 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
             else:
                 entries[key] = records
     for topic_key, tp in denied:
-        if tp not in named:
-            named.add(tp)
-            order.append((topic_key, tp))
+        order.setdefault((topic_key, tp.partition), tp)
         invalid[tp] = PartitionResponse(ErrorCode.topic_authorization_failed)
 
     results: dict[TopicPartition, PartitionResponse] = {}
@@ -244,7 +241,7 @@ def _refuse_all(version: int, body: ProduceRequestData, cache: Any, error: Error
     with acks=0 there is no answer to carry it, so the connection is closed."""
     refused = PartitionResponse(error, error_message=authorization_failed_message(error))
     order = _named_partitions(body, cache)
-    results = dict.fromkeys((tp for _, tp in order), refused)
+    results = dict.fromkeys(order.values(), refused)
     if body.acks == 0:
         _close_on_failure(results)
         return None
@@ -252,10 +249,12 @@ def _refuse_all(version: int, body: ProduceRequestData, cache: Any, error: Error
 
 
 def _response(
-    version: int, order: list[tuple[Any, TopicPartition]], results: dict[TopicPartition, PartitionResponse]
+    version: int,
+    order: dict[tuple[Any, int], TopicPartition],
+    results: dict[TopicPartition, PartitionResponse],
 ) -> list[Any]:
     by_topic: dict[Any, list[PartitionProduceResult]] = {}
-    for topic_key, tp in order:
+    for (topic_key, _), tp in order.items():
         r = results[tp]
         by_topic.setdefault(topic_key, []).append(
             PartitionProduceResult(
