@@ -165,6 +165,14 @@ class UnsupportedVersionError(InvalidRequestError):
     """A request for an API key this broker does not serve, or at a version outside its range."""
 
 
+class FencedLeaderEpochError(KafkaLogError):
+    """A request names a leader epoch older than the partition's: the client's metadata is stale."""
+
+
+class UnknownLeaderEpochError(KafkaLogError):
+    """A request names a leader epoch newer than the partition's."""
+
+
 class BrokerNotAvailableError(KafkaLogError):
     """The broker is not running (not started yet, or shut down)."""
 

@@ -35,6 +35,8 @@ _CODES: dict[type[BaseException], ErrorCode] = {
     errors.UnsupportedVersionError: ErrorCode.unsupported_version,
     errors.InvalidRequestError: ErrorCode.invalid_request,
     errors.BrokerNotAvailableError: ErrorCode.broker_not_available,
+    errors.FencedLeaderEpochError: ErrorCode.fenced_leader_epoch,
+    errors.UnknownLeaderEpochError: ErrorCode.unknown_leader_epoch,
 }
 
 

@@ -20,7 +20,12 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.file_region import FileRegion
-from kafkalog.errors import KafkaLogError, RecordValidationError
+from kafkalog.errors import (
+    FencedLeaderEpochError,
+    KafkaLogError,
+    RecordValidationError,
+    UnknownLeaderEpochError,
+)
 from kafkalog.records.memory import MemoryRecords
 from kafkalog.storage.log import FetchIsolation, Log
 from kafkalog.storage.log_file_utils import check_client_append
@@ -76,19 +81,22 @@ class FetchPartitionInfo:
     current_leader_epoch: int = -1  # -1: not checked (before Fetch v9, or the client does not know)
 
 
-def check_current_leader_epoch(partition_log: Log, current_leader_epoch: int) -> ErrorCode:
+def _check_current_leader_epoch(tp: TopicPartition, partition_log: Log, current_leader_epoch: int) -> None:
     """Kafka's ``Partition.checkCurrentLeaderEpoch``: a client's idea of the leader epoch (Fetch v9+,
     ListOffsets v4+, OffsetForLeaderEpoch v2+; -1 for none) against the partition's
-    (``Log.leader_epoch``, what Metadata reports): older FENCED_LEADER_EPOCH, newer
-    UNKNOWN_LEADER_EPOCH -- the client's metadata is stale, or ahead of ours."""
+    (``Log.leader_epoch``, what Metadata reports): older is fenced, newer unknown -- the client's
+    metadata is stale, or ahead of ours."""
     if current_leader_epoch < 0:
-        return ErrorCode.none
+        return
     leader_epoch = partition_log.leader_epoch
     if current_leader_epoch < leader_epoch:
-        return ErrorCode.fenced_leader_epoch
+        raise FencedLeaderEpochError(
+            f"The leader epoch in the request {current_leader_epoch} is older than the current leader "
+            f"epoch {leader_epoch} of {tp}")
     if current_leader_epoch > leader_epoch:
-        return ErrorCode.unknown_leader_epoch
-    return ErrorCode.none
+        raise UnknownLeaderEpochError(
+            f"The leader epoch in the request {current_leader_epoch} is newer than the current leader "
+            f"epoch {leader_epoch} of {tp}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,9 +138,13 @@ class ReplicaManager:
     def log_manager(self) -> LogManager:
         return self._log_manager
 
-    def get_log(self, tp: TopicPartition) -> Log:
-        """The partition's log; UnknownTopicOrPartitionError if there is none."""
-        return self._log_manager.get_log(tp.topic, tp.partition)
+    def get_log(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Log:
+        """The partition's log; UnknownTopicOrPartitionError if there is none, and Fenced- or
+        UnknownLeaderEpochError when ``current_leader_epoch`` (-1: unchecked) is not the partition's
+        (Kafka's ``Partition.getLocalLog``)."""
+        partition_log = self._log_manager.get_log(tp.topic, tp.partition)
+        _check_current_leader_epoch(tp, partition_log, current_leader_epoch)
+        return partition_log
 
     def leader_epoch(self, tp: TopicPartition) -> int:
         """The partition's leader epoch, what Metadata reports: its log's (``Log.leader_epoch``, the
@@ -322,10 +334,7 @@ class ReplicaManager:
         prefer_read: bool = True,
     ) -> FetchPartitionData:
         try:
-            partition_log = self.get_log(tp)
-            epoch_error = check_current_leader_epoch(partition_log, info.current_leader_epoch)
-            if epoch_error != ErrorCode.none:
-                return FetchPartitionData(epoch_error)
+            partition_log = self.get_log(tp, info.current_leader_epoch)
             # Offsets before the read: a concurrent append must not make them run ahead of the data.
             high_watermark = partition_log.high_watermark
             last_stable = partition_log.last_stable_offset

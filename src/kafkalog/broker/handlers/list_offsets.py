@@ -23,7 +23,7 @@ from kafkalog.broker.acl import AclOperation, ResourceType
 from kafkalog.broker.auth_helper import authorized_names
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.replica_manager import TopicPartition, check_current_leader_epoch
+from kafkalog.broker.replica_manager import TopicPartition
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.errors import KafkaLogError
 from kafkalog.protocol.api_keys import ApiKey
@@ -60,10 +60,7 @@ def _lookup(
 ) -> tuple[ErrorCode, int, int, int]:
     """(error, timestamp, offset, leader epoch)."""
     try:
-        partition_log = apis.replica_manager.get_log(tp)
-        epoch_error = check_current_leader_epoch(partition_log, current_leader_epoch)
-        if epoch_error != ErrorCode.none:
-            return epoch_error, *_UNANSWERED
+        partition_log = apis.replica_manager.get_log(tp, current_leader_epoch)
         fetchable = (
             partition_log.last_stable_offset
             if isolation_level == _READ_COMMITTED

@@ -16,7 +16,7 @@ from kafkalog.broker.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kafkalog.broker.auth_helper import authorize, authorized_names
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.replica_manager import TopicPartition, check_current_leader_epoch
+from kafkalog.broker.replica_manager import TopicPartition
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.errors import KafkaLogError
 from kafkalog.protocol.api_keys import ApiKey
@@ -44,10 +44,7 @@ def _lookup(
     apis: Any, tp: TopicPartition, epoch: int, current_leader_epoch: int
 ) -> tuple[ErrorCode, int, int]:
     try:
-        partition_log = apis.replica_manager.get_log(tp)
-        epoch_error = check_current_leader_epoch(partition_log, current_leader_epoch)
-        if epoch_error != ErrorCode.none:
-            return epoch_error, UNDEFINED, UNDEFINED
+        partition_log = apis.replica_manager.get_log(tp, current_leader_epoch)
         cache = partition_log.leader_epoch_cache
         entries = [(e.epoch, e.start_offset) for e in cache.entries] if cache is not None else []
         found_epoch, end = end_offset_for(entries, epoch, partition_log.log_end_offset)
