@@ -554,6 +554,42 @@ static inline void probe_put(Table *t, const Probe *p, int64_t offset, Py_ssize_
     e[2] = (uint64_t)offset;
 }
 
+/* The map built newest segment first (Cleaner's overlapped round): a segment's records are put in
+ * offset order, but every segment newer than it is already mapped.  An entry holding a later
+ * offset than the one put then belongs to a newer segment and stays; otherwise the new offset
+ * replaces it.  Either way the entry ends as the key's latest offset over everything mapped, and
+ * once a segment is done no later put changes any of its entries -- so it can be cleaned while
+ * older ones are still being mapped.  The latest-offset bits (see "The latest offsets" below) are
+ * kept as entries change, so they need no scan of the table: a put only ever clears a bit of the
+ * segment being mapped. */
+static inline void track_bit(const MapState *s, int64_t offset, int on)
+{
+    uint64_t i = (uint64_t)offset - (uint64_t)s->track_lo; /* wraps below lo: then i >= count */
+    if (offset < s->track_lo || i >= (uint64_t)s->track_count)
+        return;
+    if (on)
+        s->track_bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    else
+        s->track_bits[i >> 3] &= (uint8_t)~(1u << (i & 7));
+}
+
+static inline void probe_put_newest(Table *t, const Probe *p, int64_t offset, Py_ssize_t *entries,
+                                    long long *probes, const MapState *s)
+{
+    uint64_t *e = t->e + 3 * probe_finish(t, p, probes);
+    if (e[0] == 0 && e[1] == 0) {
+        e[0] = p->h;
+        e[1] = p->l;
+        (*entries)++;
+    } else if ((int64_t)e[2] > offset) {
+        return; /* a newer segment holds the key's latest record */
+    } else {
+        track_bit(s, (int64_t)e[2], 0);
+    }
+    e[2] = (uint64_t)offset;
+    track_bit(s, offset, 1);
+}
+
 /* Records are hashed and their slots prefetched this many at a time. */
 #define GROUP 32
 
@@ -618,6 +654,22 @@ static PyObject *offset_map_index_latest(PyObject *self, PyObject *args)
     return PyLong_FromLongLong(marked);
 }
 
+PyDoc_STRVAR(offset_map_zero_doc,
+"offset_map_zero(table)\n\n"
+"Zero the writable buffer table (every entry empty), without holding the GIL.");
+
+static PyObject *offset_map_zero(PyObject *self, PyObject *table)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(table, &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    memset(view.buf, 0, (size_t)view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
 /* Why the record rule let a record go. */
 typedef struct {
     long long superseded, tombstones, keyless, probes;
@@ -663,7 +715,8 @@ static inline int retain_record(const Rec *r, int64_t offset, int64_t latest, in
  * records before it are mapped. */
 static Py_ssize_t put_area(Table *t, const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count,
                            int64_t base_offset, int64_t start_offset, Py_ssize_t max_entries, Py_ssize_t *entries,
-                           int64_t *latest, long long *lookups, long long *probes, Py_ssize_t *bad_index, Err *e)
+                           int64_t *latest, long long *lookups, long long *probes, Py_ssize_t *bad_index, Err *e,
+                           const MapState *newest)
 {
     Py_ssize_t cap = (end - pos) / MIN_RECORD_BYTES;
     if (count < cap)
@@ -704,8 +757,12 @@ static Py_ssize_t put_area(Table *t, const uint8_t *d, Py_ssize_t pos, Py_ssize_
         Py_ssize_t held = *entries;
         long long probed = 0;
         int k = 0;
-        for (; k < n && held < max_entries; k++)
-            probe_put(t, &group[k], offsets[k], &held, &probed);
+        if (newest == NULL)
+            for (; k < n && held < max_entries; k++)
+                probe_put(t, &group[k], offsets[k], &held, &probed);
+        else
+            for (; k < n && held < max_entries; k++)
+                probe_put_newest(t, &group[k], offsets[k], &held, &probed, newest);
         *entries = held;
         *lookups += k;
         *probes += probed;
@@ -756,7 +813,7 @@ static PyObject *offset_map_put_v2(PyObject *self, PyObject *args)
     int64_t last = latest;
     Py_ssize_t bad = 0;
     Py_ssize_t consumed = put_area(&t, (const uint8_t *)buf.buf, pos, buf.len, count, base_offset, start_offset,
-                                   max_entries, &entries, &last, &lookups, &probes, &bad, &e);
+                                   max_entries, &entries, &last, &lookups, &probes, &bad, &e, NULL);
     if (consumed < 0) {
         raise_err(&e, bad);
         goto done;
@@ -968,7 +1025,8 @@ static Py_ssize_t put_batches_core(Table *t, const uint8_t *d, Py_ssize_t len, i
         Py_ssize_t bad;
         long long looked = lookups;
         Py_ssize_t done = put_area(t, d + at, BATCH_OVERHEAD, b.size, b.count, b.base_offset, s->start_offset,
-                                   s->max_entries, &entries, &last, &lookups, &probes, &bad, &e);
+                                   s->max_entries, &entries, &last, &lookups, &probes, &bad, &e,
+                                   s->track_bits != NULL ? s : NULL);
         if (done < 0) {
             /* Left to the Python path, which raises the right error (what was mapped of this
              * batch would be mapped again: putting a key twice at one offset changes nothing). */
@@ -1183,7 +1241,10 @@ static Py_ssize_t put_hashes_core(Table *t, const Hashed *hashed, Py_ssize_t n_h
             }
             Probe p = {x->h, x->l, first_slot(x->h, t->slots)};
             looked++;
-            probe_put(t, &p, x->offset, &held, &probed);
+            if (s->track_bits == NULL)
+                probe_put(t, &p, x->offset, &held, &probed);
+            else
+                probe_put_newest(t, &p, x->offset, &held, &probed, s);
             last = x->offset;
         }
         if (full)
@@ -1791,6 +1852,7 @@ static PyMethodDef module_methods[] = {
     {"offset_map_put_batches", offset_map_put_batches, METH_VARARGS, offset_map_put_batches_doc},
     {"offset_map_filter_batches", offset_map_filter_batches, METH_VARARGS, offset_map_filter_batches_doc},
     {"offset_map_index_latest", offset_map_index_latest, METH_VARARGS, offset_map_index_latest_doc},
+    {"offset_map_zero", offset_map_zero, METH_O, offset_map_zero_doc},
     {"offset_map_hash_batches", offset_map_hash_batches, METH_VARARGS, offset_map_hash_batches_doc},
     {"offset_map_put_hashes", offset_map_put_hashes, METH_VARARGS, offset_map_put_hashes_doc},
     {"offset_map_skip_superseded", offset_map_skip_superseded, METH_VARARGS, offset_map_skip_superseded_doc},

@@ -49,6 +49,10 @@ typedef struct {
     Py_ssize_t entries;      /* keys held */
     int64_t latest;          /* the offset map's latest offset */
     long long records, lookups, probes;  /* counted up */
+    /* Newest segment first (see probe_put_newest in _compact.c): bit i of track_bits is offset
+     * track_lo + i, set while an entry holds that offset.  NULL: the map is built in offset order. */
+    uint8_t *track_bits;
+    int64_t track_lo, track_count;
 } MapState;
 
 /* The state a putting walk starts from: at most `max_entries` keys, and never more than the table's
@@ -56,7 +60,8 @@ typedef struct {
 static inline MapState map_state(const Table *t, int64_t start_offset, Py_ssize_t max_entries, Py_ssize_t entries,
                                  int64_t latest)
 {
-    MapState s = {start_offset, max_entries > t->slots - 1 ? t->slots - 1 : max_entries, entries, latest, 0, 0, 0};
+    MapState s = {start_offset, max_entries > t->slots - 1 ? t->slots - 1 : max_entries, entries, latest, 0, 0, 0,
+                  NULL, 0, 0};
     return s;
 }
 

@@ -147,12 +147,15 @@ static int reserve_entries(BatchEntry **out, Py_ssize_t n_out, Py_ssize_t *cap, 
 }
 
 PyDoc_STRVAR(put_windows_doc,
-"put_windows(fd, base, cuts, buffer, room, table, k0, k1, start_offset, max_entries, entries, latest)\n"
+"put_windows(fd, base, cuts, buffer, room, table, k0, k1, start_offset, max_entries, entries, latest,\n"
+"            newest_bits)\n"
 "    -> (consumed, stop, entries, latest, records_read, lookups, probes, batches)\n\n"
 "The map pass over the windows [cuts[j], cuts[j+1]) (native int64 segment positions, ascending)\n"
 "of the segment file open as `fd`, its position 0 at file offset `base`, on this thread and a\n"
 "helper, through a ring of buffers of `room` bytes cut from `buffer`.  Goes on while every window\n"
-"was mapped whole; returns what offset_map_put_batches would over the bytes done.");
+"was mapped whole; returns what offset_map_put_batches would over the bytes done.  A non-empty\n"
+"writable newest_bits maps as the newest-first round does (bit i: offset start_offset + i; see\n"
+"probe_put_newest in records/_compact.c): every segment after this one is mapped already.");
 
 /* This thread's part: put every window in order, hashing ahead while the helper has the next. */
 static int put_all(Pipe *p, Table *t, MapState *st, BatchEntry **out, Py_ssize_t *n_out, Py_ssize_t *out_cap,
@@ -210,12 +213,12 @@ static PyObject *put_windows(PyObject *self, PyObject *args)
 {
     int fd;
     long long base, start_offset, latest;
-    Py_buffer cuts_buf, buf;
+    Py_buffer cuts_buf, buf, newest;
     Py_ssize_t room, max_entries, entries;
     PyObject *table;
     unsigned long long k0, k1;
-    if (!PyArg_ParseTuple(args, "iLy*w*nOKKLnnL:put_windows", &fd, &base, &cuts_buf, &buf, &room, &table, &k0,
-                          &k1, &start_offset, &max_entries, &entries, &latest))
+    if (!PyArg_ParseTuple(args, "iLy*w*nOKKLnnLw*:put_windows", &fd, &base, &cuts_buf, &buf, &room, &table, &k0,
+                          &k1, &start_offset, &max_entries, &entries, &latest, &newest))
         return NULL;
     PyObject *result = NULL;
     Table t;
@@ -259,6 +262,11 @@ static PyObject *put_windows(PyObject *self, PyObject *args)
         goto release;
     }
     MapState st = map_state(&t, start_offset, max_entries, entries, latest);
+    if (newest.len > 0) {
+        st.track_bits = (uint8_t *)newest.buf;
+        st.track_lo = start_offset;
+        st.track_count = (int64_t)newest.len * 8;
+    }
     Py_ssize_t n_out = 0, out_cap = 0;
     int64_t at = n_cuts > 0 ? cuts[0] : 0;
     int stop = STOP_END, started = 0;
@@ -297,6 +305,7 @@ release:
     }
     PyBuffer_Release(&cuts_buf);
     PyBuffer_Release(&buf);
+    PyBuffer_Release(&newest);
     return result;
 }
 

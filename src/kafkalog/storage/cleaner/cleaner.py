@@ -22,6 +22,14 @@ One cleaning round of a log:
    at any point leaves what the loader recovers. An abort or error drops the cleaned segments not
    yet swapped in; the groups swapped in before stay cleaned.
 
+Where the whole dirty range fits the map and is plain batches (no aborted transaction, nothing for
+the Python path), the round overlaps steps 1 and 3 instead (:meth:`Cleaner._clean_newest_first`):
+the helper maps the segments *newest first*, so a record whose key it has not met yet is its key's
+latest, and once a segment and every later one are mapped their fate is final -- their groups are
+cleaned and swapped in while older segments are still being mapped. The files written are the
+ones the offset-order round writes; anything it cannot take hands the round to the offset-order
+path (the groups swapped in by then stay: each was cleaned against everything after it).
+
 The active segment is never cleaned. What is removed is counted in :class:`CleanerStats` and logged.
 """
 
@@ -142,6 +150,38 @@ def _no_abort(topic_partition: str) -> None:
     return None
 
 
+class _MapProgress:
+    """How far down a newest-first map pass has come: the base offset of the oldest segment it
+    mapped whole so far; whether it has finished (whatever the outcome) or been told to stop."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._lowest = 2**63
+        self._finished = False
+        self.stopped = False
+
+    def mapped(self, base_offset: int) -> None:
+        with self._changed:
+            self._lowest = base_offset
+            self._changed.notify_all()
+
+    def finish(self) -> None:
+        with self._changed:
+            self._finished = True
+            self._changed.notify_all()
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def wait_mapped(self, base_offset: int) -> bool:
+        """Wait until the segment at ``base_offset`` and every later one are mapped (True) or the
+        pass has finished without getting there (False). Bounded: the pass ends with its range."""
+        with self._changed:
+            while self._lowest > base_offset and not self._finished:
+                self._changed.wait(1.0)
+            return self._lowest <= base_offset
+
+
 def _plain(batch: RecordBatch) -> bool:
     """A batch the C walks take (``OffsetMap.put_batches``/``filter_batches``) if its bytes are sound."""
     return (batch.magic == MAGIC_V2 and batch.compression_type is CompressionType.NONE
@@ -201,6 +241,8 @@ class Cleaner:
         self._directory = BatchDirectory(offset_map.memory // 8)
         self._helper: ThreadPoolExecutor | None = None  # set while do_clean runs
         self._load_factor = dup_buffer_load_factor
+        # Logs whose dirty range could not be mapped newest first: their rounds go in offset order.
+        self._in_offset_order: set[str] = set()
         self._time = time
         self._check_done = check_done
         self.cleaner_id = cleaner_id
@@ -235,9 +277,27 @@ class Cleaner:
     def _do_clean(self, cleanable: LogToClean, current_time: int, legacy_delete_horizon_ms: int,
                   helper: ThreadPoolExecutor) -> tuple[int, CleanerStats]:
         target = cleanable.log
+        stats = CleanerStats(self._time)
+        end_offset = self._clean_newest_first(target, cleanable.first_dirty_offset,
+                                              cleanable.first_uncleanable_offset, current_time,
+                                              legacy_delete_horizon_ms, helper, stats)
+        if end_offset is None:
+            end_offset = self._clean_in_offset_order(cleanable, current_time, legacy_delete_horizon_ms,
+                                                     helper, stats)
+        stats.buffer_utilization = self.offset_map.utilization
+        stats.all_done()
+        log.info("Cleaned log %s up to offset %d in %.1f s: %d segment(s) into %d; %s", target.dir.name,
+                 end_offset, stats.elapsed_secs, stats.segments_before, stats.segments_after,
+                 stats.describe())
+        return end_offset, stats
+
+    def _clean_in_offset_order(self, cleanable: LogToClean, current_time: int, legacy_delete_horizon_ms: int,
+                               helper: ThreadPoolExecutor, stats: CleanerStats) -> int:
+        """Kafka's round: map the dirty range oldest first (as far as the map holds), then clean the
+        groups in order, each swapped in on the helper while the next is cleaned."""
+        target = cleanable.log
         name = target.dir.name
         first_dirty = cleanable.first_dirty_offset
-        stats = CleanerStats(self._time)
         upper_bound = cleanable.first_uncleanable_offset
         self.build_offset_map(target, cleanable.first_dirty_offset, upper_bound, self.offset_map, stats)
         self.offset_map.end_map_pass(first_dirty)
@@ -279,11 +339,112 @@ class Cleaner:
             stop.set()
             futures.wait(swaps)
             raise
-        stats.buffer_utilization = self.offset_map.utilization
-        stats.all_done()
-        log.info("Cleaned log %s up to offset %d in %.1f s: %d segment(s) into %d; %s", name, end_offset,
-                 stats.elapsed_secs, stats.segments_before, stats.segments_after, stats.describe())
-        return end_offset, stats
+        return end_offset
+
+    def _clean_newest_first(self, target: Log, start: int, end: int, current_time: int,
+                            legacy_delete_horizon_ms: int, helper: ThreadPoolExecutor,
+                            stats: CleanerStats) -> int | None:
+        """A round whose cleaning overlaps its map pass, where the whole dirty range [``start``,
+        ``end``) fits the map: the helper maps the segments newest first, and a record whose key it
+        has not met yet is then its key's latest -- so once a segment and every later one are
+        mapped, their records' fate is final, and the groups of those segments are cleaned and
+        swapped in on this thread while older segments are still being mapped (the costly newest
+        group no longer waits for the whole pass, nor its swap for the groups before it). A group
+        is cleaned against batches the pass has read and checked, and nothing older can change
+        it; groups reaching below ``start`` (the clean part) wait for the whole pass.
+
+        It takes what the offset-order round would map identically, and cleans those groups into
+        the same bytes: plain batches (the C map pass), no aborted transaction, a range ending at a
+        segment's base, every key fitting the map. Anything else stops the pass and None says the
+        round is to be done in offset order (as every later round of this log); the groups swapped
+        in by then stay, correctly cleaned, and are read again as dirty."""
+        name = target.dir.name
+        offset_map = self.offset_map
+        if (name in self._in_offset_order or offset_map_module.map_pass is None or start >= end
+                or len(self._map_buffer) < MIN_SPLIT_READ or end not in target.segments
+                or target.collect_aborted_transactions(start, end)):
+            return None
+        dirty = target.segments.values(start, end)
+        if not dirty or any(segment.log.local_descriptor() is None for segment in dirty):
+            return None
+        offset_map.clear()
+        self._directory.clear()
+        if not offset_map.begin_newest_first(start, end):
+            return None
+        segments = target.segments.values(0, end)
+        config = target.config
+        groups = group_segments_by_size(segments, config.segment_bytes, config.segment_index_bytes, end)
+        stats.segments_before = len(segments)
+        stats.segments_after = len(groups)
+        last_records = target.last_records_of_active_producers()
+        progress = _MapProgress()
+        mapping = helper.submit(self._map_newest_first, target, dirty, start, stats, progress)
+        stop = threading.Event()
+
+        def clean(group: list[LogSegment], transactions: CleanedTransactionMetadata) -> None:
+            segment = self.clean_segments(target, group, offset_map, current_time, stats, transactions,
+                                          legacy_delete_horizon_ms, end, last_records)
+            self._swap_in(target, deque([(segment, group)]), stop)  # drops the segment if it fails
+
+        try:
+            early = [group for group in groups if group[0].base_offset >= start]
+            # No transaction reaches into the range (its batches are all plain): one state will do.
+            transactions = CleanedTransactionMetadata()
+            for group in reversed(early):
+                if not progress.wait_mapped(group[0].base_offset):
+                    break
+                clean(group, transactions)
+            if not mapping.result():
+                # What was swapped in stays: each group was cleaned against everything after it.
+                log.info("Cleaning %s in offset order: its dirty range cannot be mapped newest first", name)
+                self._in_offset_order.add(name)
+                return None
+            stats.index_done()
+            transactions = CleanedTransactionMetadata()  # the clean part, oldest first
+            for group in groups[:len(groups) - len(early)]:
+                clean(group, transactions)
+        except BaseException:
+            progress.stop()
+            futures.wait([mapping])
+            raise
+        return end
+
+    def _map_newest_first(self, target: Log, dirty: list[LogSegment], start: int, stats: CleanerStats,
+                          progress: _MapProgress) -> bool:
+        """The helper's part of :meth:`_clean_newest_first`: map ``dirty`` newest segment first,
+        each whole in C; False at the first thing that cannot be mapped so."""
+        max_entries = int(self.offset_map.slots * self._load_factor)
+        try:
+            for segment in reversed(dirty):
+                self._check_done(target.dir.name)
+                if progress.stopped or not self._map_segment_newest(segment, start, max_entries, stats):
+                    return False
+                progress.mapped(segment.base_offset)
+            return True
+        finally:
+            progress.finish()
+
+    def _map_segment_newest(self, segment: LogSegment, start: int, max_entries: int,
+                            stats: CleanerStats) -> bool:
+        local = segment.log.local_descriptor()
+        if local is None:
+            return False
+        room = len(self._map_buffer) // MAP_SLOTS
+        position = segment.offset_index.lookup(start).position
+        end = segment.log.size_in_bytes
+        while position < end:
+            cuts = self._cuts(segment, position, room)
+            walk = self.offset_map.put_windows(*local, cuts, self._map_buffer, room, start, max_entries,
+                                               newest=True)
+            self._directory.add(segment.base_offset, walk.batches)
+            stats.map_bytes_read += walk.consumed
+            stats.map_messages_read += walk.records_read
+            position += walk.consumed
+            # A window cut inside a batch (an index entry that is not a batch's start) ends the
+            # call short: the next one starts at that batch.
+            if walk.stop is not WalkStop.END or not walk.consumed:
+                return False  # a batch for the Python path, one bigger than a window, the map full
+        return True
 
     # --- the offset map ----------------------------------------------------------------------------
 
@@ -387,13 +548,20 @@ class Cleaner:
         if local is None:
             return self._put_windows_py(segment, position, offset_map, start, max_entries)
         room = len(self._map_buffer) // MAP_SLOTS
+        cuts = self._cuts(segment, position, room)
+        return offset_map.put_windows(*local, cuts, self._map_buffer, room, start, max_entries)
+
+    @staticmethod
+    def _cuts(segment: LogSegment, position: int, room: int) -> array[int]:
+        """The windows of one C map-pass call from ``position``: at most ``room`` bytes each, cut
+        where the offset index says batches start, up to ``MAP_CALL_BYTES`` in all."""
         end = segment.log.size_in_bytes
         starts = segment.offset_index.positions()
         cuts = array("q", [position])
         while position < end and cuts[-1] - cuts[0] < MAP_CALL_BYTES:
             position = _window_end(starts, end, position, room)
             cuts.append(position)
-        return offset_map.put_windows(*local, cuts, self._map_buffer, room, start, max_entries)
+        return cuts
 
     def _put_windows_py(self, segment: LogSegment, position: int, offset_map: OffsetMap, start: int,
                         max_entries: int) -> BatchWalk:
