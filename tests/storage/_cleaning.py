@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from kafkalog.clock import MockTime, Time
@@ -31,12 +32,15 @@ def append(log: Log, entries: list[Entry], *, codec: CompressionType = Compressi
 
 
 def clean(log: Log, memory: int = 24 * 10_000, *, max_rounds: int = 1000, offset_map: OffsetMap | None = None,
-          io_buffer_size: int = 4096) -> tuple[int, CleanerStats]:
+          io_buffer_size: int = 4096, check_done: Callable[[str], None] = lambda name: None
+          ) -> tuple[int, CleanerStats]:
     """Clean ``log`` round after round (as ``kafkalog compact`` does) until nothing cleanable is dirty.
     Returns (rounds, summed stats)."""
     logs = {(log.topic, log.partition): log}
     manager = LogCleanerManager(log.dir.parent, lambda: logs, time=log.time)
-    cleaner = Cleaner(offset_map or OffsetMap(memory), io_buffer_size=io_buffer_size, time=log.time)
+    if offset_map is None:  # (not `offset_map or ...`: an empty map has a length, 0, and is falsy)
+        offset_map = OffsetMap(memory)
+    cleaner = Cleaner(offset_map, io_buffer_size=io_buffer_size, time=log.time, check_done=check_done)
     total = CleanerStats(log.time)
     rounds = 0
     tp = (log.topic, log.partition)

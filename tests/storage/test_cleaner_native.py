@@ -254,8 +254,15 @@ def test_c_walks_and_python_path_write_the_same_files(
     (c_files, c_stats), (py_files, py_stats) = results
     assert (reader.calls > 0) == (split == "c")
     assert (len(py_windows) > 0) == (split == "py")
-    assert (spy.indexed > 0) == latest_bits
-    assert (spy.skipped > 0) == latest_bits  # batches dropped from the map pass's directory alone
+    if not latest_bits:
+        assert spy.indexed == spy.skipped == 0
+    elif memory >= 24 * 1000:  # a small map's rounds are too short to pay for the bits
+        assert spy.indexed > 0
+        assert spy.skipped > 0  # batches dropped from the map pass's directory alone
+    # An overlapped round handed back to the offset-order one (at a batch for the Python path, the
+    # map full) has read some of the range once more; everything else is counted alike.
+    for name in ("map_bytes_read", "map_messages_read"):
+        assert c_stats.pop(name) >= py_stats.pop(name)
     assert c_stats == py_stats
     assert c_stats["superseded_removed"] > 0 and c_stats["tombstones_removed"] > 0
     assert c_files.keys() == py_files.keys()
