@@ -159,6 +159,21 @@ def test_log_manager_runs_the_cleaner_in_the_background(tmp_path: Path) -> None:
         assert lm.start_cleaner(CleanerConfig(enable_cleaner=False)) is None
 
 
+def test_a_cleaner_thread_makes_its_offset_map_only_once_it_has_a_log_to_clean(tmp_path: Path) -> None:
+    with LogManager(tmp_path / "data") as lm:
+        (plain,) = lm.create_topic("plain", 1, {"segment.bytes": "1500"})
+        fill(plain, 100, 5)
+        cleaner = lm.start_cleaner(CleanerConfig(backoff_ms=10, dedupe_buffer_size=4 << 20))
+        assert cleaner is not None
+        (thread,) = cleaner.threads
+        _time.sleep(0.2)  # twenty rounds with nothing to compact
+        assert not thread.has_cleaner
+        (state,) = lm.create_topic("state", 1, {"cleanup.policy": "compact", "segment.bytes": "1500"})
+        fill(state, 300, 5)
+        _wait(lambda: len(all_records(state)) < 300, "cleaning")
+        assert thread.has_cleaner and thread.cleaner.offset_map.memory == (4 << 20) // 24 * 24
+
+
 def test_a_partition_that_fails_to_clean_is_marked_uncleanable(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with LogManager(data) as lm:

@@ -39,14 +39,32 @@ class CleanerThread:
 
     def __init__(self, cleaner_id: int, owner: LogCleaner) -> None:
         self._owner = owner
-        config = owner.config
-        # Kafka shares log.cleaner.io.buffer.size between the threads, as it does the dedupe buffer.
-        self.cleaner = Cleaner(OffsetMap(config.map_memory_per_thread),
-                               io_buffer_size=config.io_buffer_size // config.num_threads,
-                               dup_buffer_load_factor=config.dedupe_buffer_load_factor, time=owner.time,
-                               check_done=owner.check_done, cleaner_id=cleaner_id)
+        self._cleaner_id = cleaner_id
+        self._cleaner: Cleaner | None = None
+        self._making = threading.Lock()
         self.thread = threading.Thread(target=self._run, name=f"kafka-log-cleaner-thread-{cleaner_id}",
                                        daemon=True)
+
+    @property
+    def cleaner(self) -> Cleaner:
+        """This thread's cleaner, made when first needed: its offset map commits the whole dedupe
+        buffer (128 MiB by default), which a broker whose logs are never compacted need not hold."""
+        with self._making:
+            if self._cleaner is None:
+                owner = self._owner
+                config = owner.config
+                # Kafka shares log.cleaner.io.buffer.size between the threads, as it does the dedupe buffer.
+                self._cleaner = Cleaner(OffsetMap(config.map_memory_per_thread),
+                                        io_buffer_size=config.io_buffer_size // config.num_threads,
+                                        dup_buffer_load_factor=config.dedupe_buffer_load_factor,
+                                        time=owner.time, check_done=owner.check_done,
+                                        cleaner_id=self._cleaner_id)
+            return self._cleaner
+
+    @property
+    def has_cleaner(self) -> bool:
+        """Whether the cleaner (and its offset map) was made."""
+        return self._cleaner is not None
 
     def _run(self) -> None:
         owner = self._owner
