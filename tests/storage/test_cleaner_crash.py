@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kafkalog.storage.log import Log
 from kafkalog.tools.verify import verify_data_dir
 from tests.storage._cleaning import all_records, append, compacted_log
@@ -50,9 +52,10 @@ def records_of(partition: Path) -> list[tuple[int, bytes | None, bytes | None, i
         log.close()
 
 
-def run_child(partition: Path, kill_at: int = 0,
-              kill_after: float | None = None) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, str(CHILD), "--partition-dir", str(partition), "--kill-at-rename", str(kill_at)]
+def run_child(partition: Path, kill_at: int = 0, kill_after: float | None = None,
+              io_buffer: int = 4096) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, str(CHILD), "--partition-dir", str(partition), "--kill-at-rename", str(kill_at),
+           "--io-buffer", str(io_buffer)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         if kill_after is not None:
@@ -71,15 +74,19 @@ def run_child(partition: Path, kill_at: int = 0,
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def test_sigkill_during_cleaning_leaves_old_or_new_segments(tmp_path: Path) -> None:
+# 4 KiB: the offset-order round; 64 KiB: the overlapped one (mapping newest first while cleaning)
+@pytest.mark.parametrize("io_buffer", [4096, 65536])
+def test_sigkill_during_cleaning_leaves_old_or_new_segments(tmp_path: Path, io_buffer: int) -> None:
     template = build_template(tmp_path / "template")
     old = records_of(template)
     # A full clean, to know the cleaned state and how many renames the swap takes.
     reference = tmp_path / "reference" / "topic-0"
     shutil.copytree(template, reference)
-    done = run_child(reference)
+    done = run_child(reference, io_buffer=io_buffer)
     assert done.returncode == 0, done.stderr
     renames = int(done.stdout.split("RENAMES")[1])
+    overlapped = int(done.stdout.split("OVERLAPPED")[1].split()[0])
+    assert (overlapped > 0) == (io_buffer >= 65536)
     new = records_of(reference)
     assert len(new) < len(old)
     rng = random.Random(SEED)
@@ -90,9 +97,9 @@ def test_sigkill_during_cleaning_leaves_old_or_new_segments(tmp_path: Path) -> N
         partition = tmp_path / f"round{round_no}" / "topic-0"
         shutil.copytree(template, partition)
         if kill_at is None:
-            result = run_child(partition, kill_after=rng.uniform(0.05, 0.6))
+            result = run_child(partition, kill_after=rng.uniform(0.05, 0.6), io_buffer=io_buffer)
         else:
-            result = run_child(partition, kill_at=kill_at)
+            result = run_child(partition, kill_at=kill_at, io_buffer=io_buffer)
             assert result.returncode == -signal.SIGKILL, result.stderr
         after = records_of(partition)
         assert after in (old, new), f"kill at rename {kill_at}: the reloaded log is a mix or lost data"
