@@ -61,7 +61,6 @@ __all__ = ["BYTES_PER_ENTRY", "HASH_SIZE", "BatchWalk", "FilteredChunk", "Hashed
 HASH_SIZE: Final = 16
 BYTES_PER_ENTRY: Final = HASH_SIZE + 8
 _WORD: Final = 2**64 - 1
-# On Linux, MADV_DONTNEED on a private anonymous map drops its pages: they read as zeros again.
 _ZERO_STEP: Final = 1 << 20  # the Python path zeroes the table this many bytes at a time
 _SIGN: Final = 2**63
 _NOT_MAPPED: Final = 2**63 - 1  # no map pass declared done: filter_batches checks every CRC
