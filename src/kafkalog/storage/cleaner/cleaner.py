@@ -26,9 +26,9 @@ Where the whole dirty range fits the map and is plain batches (no aborted transa
 the Python path), the round overlaps steps 1 and 3 instead (:meth:`Cleaner._clean_newest_first`):
 the helper maps the segments *newest first*, so a record whose key it has not met yet is its key's
 latest, and once a segment and every later one are mapped their fate is final -- their groups are
-cleaned and swapped in while older segments are still being mapped. The files written are the
-ones the offset-order round writes; anything it cannot take hands the round to the offset-order
-path (the groups swapped in by then stay: each was cleaned against everything after it).
+cleaned, sealed and flushed while older segments are still being mapped, and all are swapped in at
+once when the pass is done. The files written are the ones the offset-order round writes; anything
+it cannot take hands the round, unchanged, to the offset-order path.
 
 The active segment is never cleaned. What is removed is counted in :class:`CleanerStats` and logged.
 """
@@ -148,6 +148,19 @@ def _read_and_hash(source: FileRecords, position: int, buffer: memoryview, offse
 
 def _no_abort(topic_partition: str) -> None:
     return None
+
+
+def _seal(cleaned: LogSegment, group: list[LogSegment]) -> None:
+    """A cleaned segment made ready to be swapped in for ``group``: indexes trimmed, flushed."""
+    cleaned.on_become_inactive_segment()
+    cleaned.flush()
+    cleaned.set_last_modified(group[-1].last_modified)
+
+
+def _discard(cleaned: list[tuple[LogSegment, list[LogSegment]]]) -> None:
+    for segment, _ in cleaned:
+        segment.close()
+        segment.delete_if_exists()
 
 
 class _MapProgress:
@@ -347,17 +360,17 @@ class Cleaner:
         """A round whose cleaning overlaps its map pass, where the whole dirty range [``start``,
         ``end``) fits the map: the helper maps the segments newest first, and a record whose key it
         has not met yet is then its key's latest -- so once a segment and every later one are
-        mapped, their records' fate is final, and the groups of those segments are cleaned and
-        swapped in on this thread while older segments are still being mapped (the costly newest
-        group no longer waits for the whole pass, nor its swap for the groups before it). A group
-        is cleaned against batches the pass has read and checked, and nothing older can change
-        it; groups reaching below ``start`` (the clean part) wait for the whole pass.
+        mapped, their records' fate is final, and the groups of those segments are cleaned, sealed
+        and flushed on this thread while older segments are still being mapped (the costly newest
+        group no longer waits for the whole pass). A group is cleaned against batches the pass has
+        read and checked, and nothing older can change it; groups reaching below ``start`` (the
+        clean part) wait for the whole pass; all go in with one :meth:`Log.replace_segments`.
 
         It takes what the offset-order round would map identically, and cleans those groups into
         the same bytes: plain batches (the C map pass), no aborted transaction, a range ending at a
         segment's base, every key fitting the map. Anything else stops the pass and None says the
-        round is to be done in offset order (as every later round of this log); the groups swapped
-        in by then stay, correctly cleaned, and are read again as dirty."""
+        round is to be done in offset order (as every later round of this log): the cleaned
+        segments wait, sealed, until the whole range is mapped, so one handed back changes nothing."""
         name = target.dir.name
         offset_map = self.offset_map
         if (name in self._in_offset_order or offset_map_module.map_pass is None or start >= end
@@ -371,22 +384,28 @@ class Cleaner:
         self._directory.clear()
         if not offset_map.begin_newest_first(start, end):
             return None
-        segments = target.segments.values(0, end)
-        config = target.config
-        groups = group_segments_by_size(segments, config.segment_bytes, config.segment_index_bytes, end)
-        stats.segments_before = len(segments)
-        stats.segments_after = len(groups)
-        last_records = target.last_records_of_active_producers()
         progress = _MapProgress()
         mapping = helper.submit(self._map_newest_first, target, dirty, start, stats, progress)
-        stop = threading.Event()
+        # Each cleaned segment is sealed and flushed at once, while the pass goes on; all go in
+        # together once the whole range is mapped -- so that a round handed back has changed nothing.
+        cleaned: list[tuple[LogSegment, list[LogSegment]]] = []
+        cleaning = CleanerStats(self._time)  # counted in the round's stats once swapped in
+        last_records: dict[int, LastRecord] = {}
 
         def clean(group: list[LogSegment], transactions: CleanedTransactionMetadata) -> None:
-            segment = self.clean_segments(target, group, offset_map, current_time, stats, transactions,
+            segment = self.clean_segments(target, group, offset_map, current_time, cleaning, transactions,
                                           legacy_delete_horizon_ms, end, last_records)
-            self._swap_in(target, deque([(segment, group)]), stop)  # drops the segment if it fails
+            cleaned.append((segment, group))
+            _seal(segment, group)
 
         try:
+            # (while the first segment is being mapped)
+            segments = target.segments.values(0, end)
+            config = target.config
+            groups = group_segments_by_size(segments, config.segment_bytes, config.segment_index_bytes, end)
+            stats.segments_before = len(segments)
+            stats.segments_after = len(groups)
+            last_records.update(target.last_records_of_active_producers())
             early = [group for group in groups if group[0].base_offset >= start]
             # No transaction reaches into the range (its batches are all plain): one state will do.
             transactions = CleanedTransactionMetadata()
@@ -395,17 +414,22 @@ class Cleaner:
                     break
                 clean(group, transactions)
             if not mapping.result():
-                # What was swapped in stays: each group was cleaned against everything after it.
                 log.info("Cleaning %s in offset order: its dirty range cannot be mapped newest first", name)
                 self._in_offset_order.add(name)
+                _discard(cleaned)
                 return None
             stats.index_done()
             transactions = CleanedTransactionMetadata()  # the clean part, oldest first
             for group in groups[:len(groups) - len(early)]:
                 clean(group, transactions)
+            ready = deque(sorted(cleaned, key=lambda done: done[0].base_offset))
+            cleaned = []  # _swap_in's now: it drops them if it fails
+            self._swap_in(target, ready, threading.Event(), sealed=True)
+            stats.add(cleaning)
         except BaseException:
             progress.stop()
             futures.wait([mapping])
+            _discard(cleaned)
             raise
         return end
 
@@ -679,11 +703,12 @@ class Cleaner:
             raise
 
     def _swap_in(self, target: Log, ready: deque[tuple[LogSegment, list[LogSegment]]],
-                 stop: threading.Event) -> None:
-        """Seal and flush every cleaned segment waiting in ``ready`` and swap them in for their
-        groups with one ``Log.replace_segments`` (all or none, as for Kafka's split segments): when
-        the swaps fall behind the cleaning, the directory is fsynced once for several groups.
-        Unless ``stop`` is set: then, or if this fails, the cleaned files go and the groups stand."""
+                 stop: threading.Event, *, sealed: bool = False) -> None:
+        """Seal and flush every cleaned segment waiting in ``ready`` (unless ``sealed``: done
+        already) and swap them in for their groups with one ``Log.replace_segments`` (all or none,
+        as for Kafka's split segments): when the swaps fall behind the cleaning, the directory is
+        fsynced once for several groups. Unless ``stop`` is set: then, or if this fails, the
+        cleaned files go and the groups stand."""
         taken: list[tuple[LogSegment, list[LogSegment]]] = []
         while ready:
             taken.append(ready.popleft())  # an earlier call may have taken them all
@@ -693,10 +718,9 @@ class Cleaner:
             if stop.is_set():
                 raise LogCleaningAbortedError(f"Not swapping in cleaned segments of {target.dir.name}: "
                                               "cleaning of this log stopped")
-            for segment, group in taken:
-                segment.on_become_inactive_segment()
-                segment.flush()
-                segment.set_last_modified(group[-1].last_modified)
+            if not sealed:
+                for segment, group in taken:
+                    _seal(segment, group)
             self._check_done(target.dir.name)
             if stop.is_set():
                 raise LogCleaningAbortedError(f"Not swapping in cleaned segments of {target.dir.name}: "
