@@ -107,6 +107,12 @@ def test_kafka_python_admin(kafkalog_broker):
         assert broker_configs["log.retention.hours"]["read_only"] is False
         assert broker_configs["log.retention.hours"]["config_source"] == "STATIC_BROKER_CONFIG"
         assert broker_configs["num.partitions"]["read_only"] is True
+        # The log cleaner's, with Kafka's defaults as Kafka writes them; dynamic in Kafka.
+        assert broker_configs["log.cleaner.io.max.bytes.per.second"]["value"] == "1.7976931348623157E308"
+        assert broker_configs["log.cleaner.io.max.bytes.per.second"]["config_source"] == "DEFAULT_CONFIG"
+        assert broker_configs["log.cleaner.io.max.bytes.per.second"]["read_only"] is False
+        assert broker_configs["log.cleaner.dedupe.buffer.size"]["value"] == str(128 * 1024 * 1024)
+        assert broker_configs["log.cleaner.enable"]["read_only"] is True
 
         # IncrementalAlterConfigs: SET, DELETE, APPEND (the live logs take it at once)
         admin.alter_configs(

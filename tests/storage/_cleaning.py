@@ -12,6 +12,7 @@ from kafkalog.storage.cleaner.cleaner import Cleaner
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_cleaner_manager import LogCleanerManager
 from kafkalog.storage.cleaner.offset_map import OffsetMap
+from kafkalog.storage.cleaner.throttler import Throttler
 from kafkalog.storage.log import FetchIsolation, Log
 from tests.storage.conftest import config
 
@@ -32,15 +33,16 @@ def append(log: Log, entries: list[Entry], *, codec: CompressionType = Compressi
 
 
 def clean(log: Log, memory: int = 24 * 10_000, *, max_rounds: int = 1000, offset_map: OffsetMap | None = None,
-          io_buffer_size: int = 4096, check_done: Callable[[str], None] = lambda name: None
-          ) -> tuple[int, CleanerStats]:
+          io_buffer_size: int = 4096, check_done: Callable[[str], None] = lambda name: None,
+          throttler: Throttler | None = None) -> tuple[int, CleanerStats]:
     """Clean ``log`` round after round (as ``kafkalog compact`` does) until nothing cleanable is dirty.
     Returns (rounds, summed stats)."""
     logs = {(log.topic, log.partition): log}
     manager = LogCleanerManager(log.dir.parent, lambda: logs, time=log.time)
     if offset_map is None:  # (not `offset_map or ...`: an empty map has a length, 0, and is falsy)
         offset_map = OffsetMap(memory)
-    cleaner = Cleaner(offset_map, io_buffer_size=io_buffer_size, time=log.time, check_done=check_done)
+    cleaner = Cleaner(offset_map, io_buffer_size=io_buffer_size, time=log.time, check_done=check_done,
+                      throttler=throttler)
     total = CleanerStats(log.time)
     rounds = 0
     tp = (log.topic, log.partition)

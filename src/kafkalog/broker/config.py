@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog.errors import InvalidConfigError
+from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
 from kafkalog.storage.config import LogConfig
 from kafkalog.storage.config_def import (
     INT_MAX,
@@ -56,6 +57,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "connections.max.idle.ms": "600000",
     "max.connections": str(2**31 - 1),
     "log.retention.check.interval.ms": "300000",
+    **CleanerConfig.broker_defaults(),
     "log.flush.scheduler.interval.ms": str(LONG_MAX),
     "log.flush.offset.checkpoint.interval.ms": "60000",
     "log.flush.start.offset.checkpoint.interval.ms": "60000",

@@ -64,6 +64,7 @@ from kafkalog.storage.cleaner.batch_directory import BatchDirectory
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
 from kafkalog.storage.cleaner.offset_map import BatchWalk, HashedChunk, OffsetMap, RetainedRecord, WalkStop
+from kafkalog.storage.cleaner.throttler import Throttler
 from kafkalog.storage.cleaner.transaction_metadata import CleanedTransactionMetadata
 from kafkalog.storage.file_records import FileRecords, read_buffer
 from kafkalog.storage.loader import open_segment
@@ -240,8 +241,10 @@ class Cleaner:
 
     def __init__(self, offset_map: OffsetMap, *, io_buffer_size: int = DEFAULT_IO_BUFFER_SIZE,
                  dup_buffer_load_factor: float = DEFAULT_LOAD_FACTOR, time: Time = SYSTEM_TIME,
-                 check_done: Callable[[str], None] = _no_abort, cleaner_id: int = 0) -> None:
+                 check_done: Callable[[str], None] = _no_abort, cleaner_id: int = 0,
+                 throttler: Throttler | None = None) -> None:
         self.offset_map = offset_map
+        self._throttler = throttler  # log.cleaner.io.max.bytes.per.second; None: no limit
         # Kafka splits its I/O buffer into a read and a write half; a read covers whole batches of
         # up to this many bytes (one larger batch is read whole, as Kafka grows its buffer for it),
         # and what stays of them is one append to the cleaned segment.
@@ -259,6 +262,12 @@ class Cleaner:
         self._time = time
         self._check_done = check_done
         self.cleaner_id = cleaner_id
+
+    def _throttle(self, io_bytes: int) -> None:
+        """Count bytes read or written against log.cleaner.io.max.bytes.per.second (Kafka counts each
+        read of the map pass and of the cleaning pass, and each write)."""
+        if self._throttler is not None:
+            self._throttler.maybe_throttle(io_bytes)
 
     # --- one round -------------------------------------------------------------------------------
 
@@ -463,6 +472,7 @@ class Cleaner:
             self._directory.add(segment.base_offset, walk.batches)
             stats.map_bytes_read += walk.consumed
             stats.map_messages_read += walk.records_read
+            self._throttle(walk.consumed)
             position += walk.consumed
             # A window cut inside a batch (an index entry that is not a batch's start) ends the
             # call short: the next one starts at that batch.
@@ -507,6 +517,7 @@ class Cleaner:
         while position < end:
             walk = self._put_read(segment, position, offset_map, start, max_entries)
             self._directory.add(segment.base_offset, walk.batches)
+            self._throttle(walk.consumed)
             position += walk.consumed
             stats.map_bytes_read += walk.consumed
             stats.map_messages_read += walk.records_read
@@ -663,10 +674,10 @@ class Cleaner:
         stats.map_bytes_read += batch.size_in_bytes
         return False
 
-    @staticmethod
-    def _read_batches(source: FileRecords, position: int) -> Iterator[RecordBatch]:
+    def _read_batches(self, source: FileRecords, position: int) -> Iterator[RecordBatch]:
         """Whole batches of a (non-active, hence immutable) segment from ``position``, checked."""
         for batch in source.batches(position, load_full=True):
+            self._throttle(batch.size_in_bytes)
             batch.ensure_valid()
             yield batch
 
@@ -779,6 +790,7 @@ class Cleaner:
                 fresh = not data_at <= position < data_at + len(data)
                 if fresh:
                     data, data_at = source.read_into(position, self._buffer), position
+                    self._throttle(len(data))
                 out = offset_map.filter_batches(data[position - data_at:], current_time, delete_retention_ms,
                                                 protected_array, chunk.input_bytes, self._read_size,
                                                 directory or b"", position)
@@ -817,12 +829,12 @@ class Cleaner:
                 break
         self._flush_chunk(dest, chunk)
 
-    @staticmethod
-    def _flush_chunk(dest: LogSegment, chunk: _Chunk) -> _Chunk:
+    def _flush_chunk(self, dest: LogSegment, chunk: _Chunk) -> _Chunk:
         """Append the chunk's cleaned batches (if any); returns a new, empty chunk."""
         if chunk.parts:
             data = b"".join(chunk.parts)
             dest.append(chunk.max_offset, chunk.max_timestamp, chunk.shallow_offset_of_max_timestamp, data)
+            self._throttle(len(data))
         return _Chunk([])
 
     def _check_batch_retention(self, batch: RecordBatch, transaction_metadata: CleanedTransactionMetadata,

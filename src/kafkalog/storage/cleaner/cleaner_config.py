@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from kafkalog.errors import InvalidConfigError
+from kafkalog.storage.cleaner.throttler import UNLIMITED, Throttler
 
 __all__ = ["CleanerConfig"]
 
 MIN_DEDUPE_BUFFER_PER_THREAD: Final = 1024 * 1024
+_JAVA_DOUBLE_MAX: Final = "1.7976931348623157E308"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +23,7 @@ class CleanerConfig:
     io_buffer_size: int = 512 * 1024             # log.cleaner.io.buffer.size
     backoff_ms: int = 15_000                     # log.cleaner.backoff.ms
     enable_cleaner: bool = True                  # log.cleaner.enable
+    max_io_bytes_per_second: float = UNLIMITED   # log.cleaner.io.max.bytes.per.second (all threads)
 
     def __post_init__(self) -> None:
         if self.num_threads < 1:
@@ -34,6 +37,29 @@ class CleanerConfig:
                                      "log.cleaner.io.buffer.load.factor")
         if self.io_buffer_size < 0 or self.backoff_ms < 0:
             raise InvalidConfigError("log.cleaner.io.buffer.size and log.cleaner.backoff.ms must be >= 0")
+        if not self.max_io_bytes_per_second > 0:  # 0 (or NaN) would stop the cleaner for good
+            raise InvalidConfigError(f"Invalid value {self.max_io_bytes_per_second} for configuration "
+                                     "log.cleaner.io.max.bytes.per.second: Value must be above 0")
+
+    def throttler(self, **kwargs: Any) -> Throttler | None:
+        """The throttler the cleaner threads share, or None when the rate is not limited."""
+        if self.max_io_bytes_per_second >= UNLIMITED:
+            return None
+        return Throttler(self.max_io_bytes_per_second, **kwargs)
+
+    @classmethod
+    def broker_defaults(cls) -> dict[str, str]:
+        """Kafka's defaults of these broker configs, as Kafka writes them (what DescribeConfigs says)."""
+        d = cls()
+        return {
+            "log.cleaner.enable": "true" if d.enable_cleaner else "false",
+            "log.cleaner.threads": str(d.num_threads),
+            "log.cleaner.dedupe.buffer.size": str(d.dedupe_buffer_size),
+            "log.cleaner.io.buffer.load.factor": str(d.dedupe_buffer_load_factor),
+            "log.cleaner.io.buffer.size": str(d.io_buffer_size),
+            "log.cleaner.io.max.bytes.per.second": _JAVA_DOUBLE_MAX,  # Java's Double.toString of it
+            "log.cleaner.backoff.ms": str(d.backoff_ms),
+        }
 
     @property
     def map_memory_per_thread(self) -> int:
@@ -72,5 +98,6 @@ class CleanerConfig:
                                              d.dedupe_buffer_load_factor),
             io_buffer_size=integer("log.cleaner.io.buffer.size", d.io_buffer_size),
             backoff_ms=integer("log.cleaner.backoff.ms", d.backoff_ms),
+            max_io_bytes_per_second=number("log.cleaner.io.max.bytes.per.second", d.max_io_bytes_per_second),
             enable_cleaner=d.enable_cleaner if enable is None else enable.lower() == "true",
         )

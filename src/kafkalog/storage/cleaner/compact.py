@@ -82,7 +82,8 @@ def compact_logs(manager: LogManager, topic: str | None = None, *, config: Clean
     cleaner_manager = LogCleanerManager(manager.data_dir, lambda: live, time=manager.time)
     cleaner = Cleaner(offset_map if offset_map is not None else OffsetMap(config.map_memory_per_thread),
                       io_buffer_size=config.io_buffer_size,
-                      dup_buffer_load_factor=config.dedupe_buffer_load_factor, time=manager.time)
+                      dup_buffer_load_factor=config.dedupe_buffer_load_factor, time=manager.time,
+                      throttler=config.throttler(time=manager.time))
     results = []
     for done, target in enumerate(targets):
         tp = (target.topic, target.partition)

@@ -58,7 +58,7 @@ class CleanerThread:
                                         io_buffer_size=config.io_buffer_size // config.num_threads,
                                         dup_buffer_load_factor=config.dedupe_buffer_load_factor,
                                         time=owner.time, check_done=owner.check_done,
-                                        cleaner_id=self._cleaner_id)
+                                        cleaner_id=self._cleaner_id, throttler=owner.throttler)
             return self._cleaner
 
     @property
@@ -131,6 +131,8 @@ class LogCleaner:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._stats_lock = threading.Lock()
+        # One for every thread, as Kafka's; its sleeps end at shutdown (then check_done stops the clean).
+        self.throttler = config.throttler(time=time, sleep=lambda ms: self._stop.wait(ms / 1000))
         self.total_stats = CleanerStats(time)
         self.rounds = 0
         self.threads = [CleanerThread(i, self) for i in range(config.num_threads)]
