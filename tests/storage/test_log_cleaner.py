@@ -118,6 +118,11 @@ def test_cleaner_config() -> None:
     with pytest.raises(InvalidConfigError):
         CleanerConfig.from_broker_props({"log.cleaner.enable": "maybe"})
     assert not CleanerConfig.from_broker_props({"log.cleaner.enable": "false"}).enable_cleaner
+    # Read as Kafka's ConfigDef reads them: Java's parseInt and trim, not Python's int()
+    assert CleanerConfig.from_broker_props({"log.cleaner.threads": " 2\t"}).num_threads == 2
+    for bad in ("1_000", "\u0663", "2.0"):
+        with pytest.raises(InvalidConfigError, match="Not a number of type INT"):
+            CleanerConfig.from_broker_props({"log.cleaner.threads": bad})
 
 
 def _wait(condition, what: str, timeout: float = 20.0) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from kafkalog.errors import InvalidConfigError
 from kafkalog.storage.cleaner.throttler import UNLIMITED, Throttler
+from kafkalog.storage.config_def import parse_boolean, parse_double, parse_int, parse_long
 
 __all__ = ["CleanerConfig"]
 
@@ -67,37 +68,21 @@ class CleanerConfig:
 
     @classmethod
     def from_broker_props(cls, props: Mapping[str, str | int | float | bool]) -> CleanerConfig:
-        """From ``server.properties`` names; others are ignored."""
+        """From ``server.properties`` names (read as Kafka's ConfigDef reads them); others are ignored."""
         d = cls()
 
-        def text(name: str) -> str | None:
+        def value(name: str, parse: Callable[[str, object], Any], default: object) -> Any:
             raw = props.get(name)
-            return None if raw is None else str(raw).strip()
+            return default if raw is None else parse(name, raw)
 
-        def integer(name: str, default: int) -> int:
-            raw = text(name)
-            try:
-                return default if raw is None else int(raw)
-            except ValueError:
-                raise InvalidConfigError(f"Invalid value {raw} for configuration {name}") from None
-
-        def number(name: str, default: float) -> float:
-            raw = text(name)
-            try:
-                return default if raw is None else float(raw)
-            except ValueError:
-                raise InvalidConfigError(f"Invalid value {raw} for configuration {name}") from None
-
-        enable = text("log.cleaner.enable")
-        if enable is not None and enable.lower() not in ("true", "false"):
-            raise InvalidConfigError(f"Invalid value {enable} for configuration log.cleaner.enable")
         return cls(
-            num_threads=integer("log.cleaner.threads", d.num_threads),
-            dedupe_buffer_size=integer("log.cleaner.dedupe.buffer.size", d.dedupe_buffer_size),
-            dedupe_buffer_load_factor=number("log.cleaner.io.buffer.load.factor",
-                                             d.dedupe_buffer_load_factor),
-            io_buffer_size=integer("log.cleaner.io.buffer.size", d.io_buffer_size),
-            backoff_ms=integer("log.cleaner.backoff.ms", d.backoff_ms),
-            max_io_bytes_per_second=number("log.cleaner.io.max.bytes.per.second", d.max_io_bytes_per_second),
-            enable_cleaner=d.enable_cleaner if enable is None else enable.lower() == "true",
+            num_threads=value("log.cleaner.threads", parse_int, d.num_threads),
+            dedupe_buffer_size=value("log.cleaner.dedupe.buffer.size", parse_long, d.dedupe_buffer_size),
+            dedupe_buffer_load_factor=value("log.cleaner.io.buffer.load.factor", parse_double,
+                                            d.dedupe_buffer_load_factor),
+            io_buffer_size=value("log.cleaner.io.buffer.size", parse_int, d.io_buffer_size),
+            backoff_ms=value("log.cleaner.backoff.ms", parse_long, d.backoff_ms),
+            max_io_bytes_per_second=value("log.cleaner.io.max.bytes.per.second", parse_double,
+                                          d.max_io_bytes_per_second),
+            enable_cleaner=value("log.cleaner.enable", parse_boolean, d.enable_cleaner),
         )
