@@ -6,6 +6,7 @@ Kafka's refusals, and the values kept across a restart."""
 from __future__ import annotations
 
 import json
+import time
 
 import confluent_kafka as ck
 import pytest
@@ -17,6 +18,7 @@ from kafkalog.broker.dynamic_broker_config import DYNAMIC_BROKER_CONFIGS_FILE, l
 from kafkalog.broker.embedded import Broker
 from kafkalog.errors import InvalidConfigError
 from tests.broker import _raw
+from tests.storage._cleaning import all_records, append
 
 TIMEOUT_S = 15
 SET, DELETE, APPEND = 0, 1, 2
@@ -265,3 +267,42 @@ def test_a_bad_file_is_one_clear_error(tmp_path, content, message):
 def test_no_file_is_the_static_config(tmp_path):
     static = KafkaConfig.from_props({"log.retention.hours": "5"})
     assert load_dynamic_configs(tmp_path, static) is static
+
+
+def test_the_log_cleaner_restarts_with_its_dynamic_configs(data_dir):
+    """Kafka's LogCleaner.reconfigure: the threads restart with the new settings (count, throttle
+    rate), a thread count beyond half/double the current one is refused, and the logs cleaned go
+    on being cleaned."""
+    with Broker(data_dir, configs={"log.cleaner.backoff.ms": "20"}) as broker:
+        lm = broker.server.log_manager
+        cleaner = lm.cleaner
+        assert cleaner is not None and len(cleaner.threads) == 1 and cleaner.throttler is None
+        node = str(broker.server.apis.node_id)
+        with _raw.connect(broker.bootstrap_servers) as sock:
+            assert _alter(sock, node, [("log.cleaner.threads", SET, "3")]) == (
+                ErrorCode.invalid_request,
+                "Log cleaner threads cannot be increased to more than double the current value 1",
+            )
+            assert _alter(sock, "", [("log.cleaner.io.max.bytes.per.second", SET, "0")])[0] == (
+                ErrorCode.invalid_request
+            )
+            assert len(cleaner.threads) == 1 and broker.server.apis.config.dynamic_default == {}
+            two_threads = [("log.cleaner.threads", SET, "2"),
+                           ("log.cleaner.io.max.bytes.per.second", SET, "1e9")]
+            assert _alter(sock, node, two_threads) == (ErrorCode.none, None)
+            assert lm.cleaner is cleaner and cleaner.config.num_threads == 2
+            assert [t.thread.is_alive() for t in cleaner.threads] == [True, True]
+            assert cleaner.throttler is not None and cleaner.throttler.desired_rate_per_sec == 1e9
+            entry = _describe(sock, 4, node, ["log.cleaner.threads"])["log.cleaner.threads"]
+            assert (entry.value, entry.config_source) == ("2", DYNAMIC_BROKER)
+            assert _alter(sock, node, [("log.cleaner.threads", SET, "0")])[0] == ErrorCode.invalid_request
+            # The restarted threads clean: a compacted topic loses its superseded records.
+            lm.create_topic("state", 1, {"cleanup.policy": "compact", "segment.bytes": "1000"})
+            log = lm.get_log("state", 0)
+            for i in range(200):
+                append(log, [(b"k%d" % (i % 4), b"v%d" % i)])
+            cleaner.wake()
+            deadline = time.monotonic() + TIMEOUT_S
+            while len(all_records(log)) >= 200:
+                assert time.monotonic() < deadline, "the reconfigured cleaner never cleaned"
+                time.sleep(0.05)

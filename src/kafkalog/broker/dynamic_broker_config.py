@@ -8,7 +8,8 @@ config (``server.properties``), then the default. Topic-config defaults (the ``l
 ``message.max.bytes``) apply at once to every topic without an override of its own
 (``LogManager.reconfigure_default_config``); the other names Kafka lets you change at runtime
 (thread counts, connection limits, cleaner settings, producer-state expiry) are kept and described
-and take effect where kafkalog reads them (``apis.config``), the rest at the next start; per-broker
+and take effect where kafkalog reads them (``apis.config``; the log cleaner's restart its threads
+with them, as Kafka's do), the rest at the next start; per-broker
 TLS/SASL configs are kept as Kafka keeps them (they take effect when the listeners next start). A
 name Kafka only reads at startup is refused ("Cannot update these configs dynamically"), and so are
 the listeners, which kafkalog does not rebind at runtime.
@@ -23,6 +24,7 @@ from typing import Any, TypeGuard
 from kafkalog.broker.alter_config_op import altered_values, topic_list_default
 from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
 from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
+from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
 from kafkalog.storage.config import topic_config_for
 from kafkalog.storage.files import write_file_atomically
 
@@ -221,8 +223,14 @@ def alter_broker_configs(
     except KafkaLogError as e:
         raise InvalidRequestError(str(e)) from e
     _validate_thread_counts(config, new_config)
+    try:
+        cleaner = CleanerConfig.from_broker_props(new_config.values)
+        CleanerConfig.from_broker_props(config.values).check_reconfiguration(cleaner)
+    except KafkaLogError as e:
+        raise InvalidRequestError(str(e)) from e
     if not validate_only:
         _store(apis.log_manager.data_dir, new_config)
         apis.config = new_config
         apis.log_manager.reconfigure_default_config(new_config.log_config)
+        apis.log_manager.reconfigure_cleaner(cleaner)  # Kafka restarts its cleaner threads
     return new_config

@@ -635,6 +635,13 @@ class LogManager:
             self._cleaner.start()
             return self._cleaner
 
+    def reconfigure_cleaner(self, config: CleanerConfig) -> None:
+        """The running cleaner takes new settings (dynamic ``log.cleaner.*`` configs); without one,
+        nothing changes (``log.cleaner.enable`` is read at startup only, as in Kafka)."""
+        cleaner = self._cleaner
+        if cleaner is not None and cleaner.config != config:
+            cleaner.reconfigure(config)
+
     def stop_cleaner(self) -> None:
         cleaner, self._cleaner = self._cleaner, None
         if cleaner is not None:

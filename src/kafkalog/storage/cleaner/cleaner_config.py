@@ -62,6 +62,17 @@ class CleanerConfig:
             "log.cleaner.backoff.ms": str(d.backoff_ms),
         }
 
+    def check_reconfiguration(self, new: CleanerConfig) -> None:
+        """Whether a running cleaner may take ``new`` (Kafka's ``validateReconfiguration``: the thread
+        count at least half and at most double the current one)."""
+        current = self.num_threads
+        if new.num_threads < current // 2:
+            raise InvalidConfigError(
+                f"Log cleaner threads cannot be reduced to less than half the current value {current}")
+        if new.num_threads > current * 2:
+            raise InvalidConfigError(
+                f"Log cleaner threads cannot be increased to more than double the current value {current}")
+
     @property
     def map_memory_per_thread(self) -> int:
         return min(self.dedupe_buffer_size // self.num_threads, 2**31 - 1)

@@ -23,6 +23,7 @@ from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_cleaner_manager import LogCleanerManager, TopicPartition
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
 from kafkalog.storage.cleaner.offset_map import OffsetMap
+from kafkalog.storage.cleaner.throttler import Throttler
 from kafkalog.storage.log import Log
 
 __all__ = ["CleanerThread", "LogCleaner"]
@@ -130,9 +131,10 @@ class LogCleaner:
         self.manager = LogCleanerManager(data_dir, logs, time=time)
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._lifecycle = threading.Lock()  # no reconfigure restarts the threads of a shut-down cleaner
+        self._shut_down = False
         self._stats_lock = threading.Lock()
-        # One for every thread, as Kafka's; its sleeps end at shutdown (then check_done stops the clean).
-        self.throttler = config.throttler(time=time, sleep=lambda ms: self._stop.wait(ms / 1000))
+        self.throttler = self._throttler(config)
         self.total_stats = CleanerStats(time)
         self.rounds = 0
         self.threads = [CleanerThread(i, self) for i in range(config.num_threads)]
@@ -172,6 +174,8 @@ class LogCleaner:
 
     def shutdown(self, timeout_s: float = 30.0) -> None:
         """Stop every thread (bounded by ``timeout_s`` in all); a clean in progress is abandoned."""
+        with self._lifecycle:
+            self._shut_down = True
         self._stop.set()
         self._wake.set()
         if not self._started:
@@ -180,6 +184,39 @@ class LogCleaner:
             thread.thread.join(timeout_s)
             if thread.thread.is_alive():
                 log.warning("%s did not stop within %.0f s", thread.thread.name, timeout_s)
+
+    def reconfigure(self, config: CleanerConfig, timeout_s: float = 30.0) -> None:
+        """New settings, as Kafka's ``LogCleaner.reconfigure``: the threads stop (a clean in progress
+        is abandoned, its ``.cleaned`` files removed) and new ones start with the new config, its
+        throttle rate and maps; which logs are being cleaned, paused or uncleanable is kept."""
+        self.config.check_reconfiguration(config)
+        with self._lifecycle:
+            if self._shut_down:
+                return
+            self._restart(config, timeout_s)
+
+    def _restart(self, config: CleanerConfig, timeout_s: float) -> None:
+        self._stop.set()
+        self._wake.set()
+        for thread in self.threads:
+            if thread.thread.is_alive():
+                thread.thread.join(timeout_s)
+                if thread.thread.is_alive():
+                    log.warning("%s did not stop within %.0f s for the new config", thread.thread.name,
+                                timeout_s)
+        log.info("Reconfiguring the log cleaner: %d thread(s), %s", config.num_threads, config)
+        self.config = config
+        self._stop = threading.Event()
+        self._wake.clear()
+        self.throttler = self._throttler(config)
+        self.threads = [CleanerThread(i, self) for i in range(config.num_threads)]
+        if self._started:
+            for thread in self.threads:
+                thread.thread.start()
+
+    def _throttler(self, config: CleanerConfig) -> Throttler | None:
+        # One for every thread, as Kafka's; its sleeps end at shutdown (then check_done stops the clean).
+        return config.throttler(time=self.time, sleep=lambda ms: self._stop.wait(ms / 1000))
 
     def abort_and_pause_cleaning(self, tp: TopicPartition) -> None:
         self.manager.abort_and_pause_cleaning(tp)
