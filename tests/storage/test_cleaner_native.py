@@ -24,6 +24,7 @@ from kafkalog.records.native import native
 from kafkalog.records.types import ControlRecordType, Header
 from kafkalog.records.validator import AppendOrigin
 from kafkalog.storage.cleaner import cleaner as cleaner_module
+from kafkalog.storage.cleaner import map_pass as map_pass_module
 from kafkalog.storage.cleaner import offset_map as offset_map_module
 from kafkalog.storage.cleaner.cleaner import Cleaner
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
@@ -223,7 +224,7 @@ def test_c_walks_and_python_path_write_the_same_files(
     other window, in C or from Python's thread pool) clean into the very files the Python path
     writes."""
     monkeypatch.setattr(offset_map_module, "LATEST_BITS_MIN_PUTS_PER_SLOT", 0 if latest_bits else math.inf)
-    monkeypatch.setattr(cleaner_module, "MIN_SPLIT_READ", 0 if split else 2**62)
+    monkeypatch.setattr(map_pass_module, "MIN_SPLIT_READ", 0 if split else 2**62)
     if split == "py":
         monkeypatch.setattr(offset_map_module, "map_pass", None)
     reader = _MapPassSpy(monkeypatch)
@@ -284,7 +285,7 @@ def test_index_entries_that_are_not_batch_starts_only_slow_the_map_pass(
     """The two-thread map pass cuts each segment into windows where the offset index says batches
     start; where it is wrong (here: every entry it asks for 3 bytes off), a window's walk ends short
     of its end and the pass goes on from there: the same files as with a sound index."""
-    monkeypatch.setattr(cleaner_module, "MIN_SPLIT_READ", 0)
+    monkeypatch.setattr(map_pass_module, "MIN_SPLIT_READ", 0)
     if not c_reader:
         monkeypatch.setattr(offset_map_module, "map_pass", None)
     props = {"cleanup_policy": "compact", "segment_bytes": 16 * 1024, "index_interval_bytes": 1}
@@ -311,7 +312,7 @@ def test_index_entries_that_are_not_batch_starts_only_slow_the_map_pass(
             cleaner.clean(LogToClean(log.topic, log.partition, log, 0, log.active_segment.base_offset))
         results.append(_files(directory))
         # windows mapped whole: by the C reader, calls that got past their first window
-        room = len(cleaner._map_buffer) // cleaner_module.MAP_SLOTS
+        room = len(cleaner._map_buffer) // map_pass_module.MAP_SLOTS
         windows.append(sum(consumed > room for consumed in reader.consumed) if c_reader else spy.windows_put)
     assert results[0] == results[1]
     assert windows[0] > (1 if c_reader else 10) and windows[1] == 0  # many, then none
