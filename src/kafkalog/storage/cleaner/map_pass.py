@@ -106,6 +106,7 @@ def plain_batch(batch: RecordBatch) -> bool:
     return (batch.magic == MAGIC_V2 and batch.compression_type is CompressionType.NONE
             and not batch.is_transactional and not batch.is_control)
 
+
 class MapPass:
     """The map pass of a :class:`~kafkalog.storage.cleaner.cleaner.Cleaner` (which sets these)."""
 
