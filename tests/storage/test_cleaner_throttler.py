@@ -11,7 +11,6 @@ import pytest
 
 from kafkalog.clock import SYSTEM_TIME, MockTime
 from kafkalog.errors import InvalidConfigError
-from kafkalog.storage.cleaner.cleaner import Cleaner
 from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
 from kafkalog.storage.cleaner.offset_map import OffsetMap
 from kafkalog.storage.cleaner.throttler import UNLIMITED, Throttler
@@ -70,8 +69,7 @@ def test_a_clean_is_held_to_the_rate(tmp_path: Path, io_buffer: int) -> None:
 
     throttler.maybe_throttle = counting  # type: ignore[method-assign]
     started = _time.monotonic()
-    cleaner = Cleaner(OffsetMap(24 * 10_000), io_buffer_size=io_buffer, throttler=throttler)
-    clean(log, offset_map=cleaner.offset_map, io_buffer_size=io_buffer, throttler=throttler)
+    clean(log, offset_map=OffsetMap(24 * 10_000), io_buffer_size=io_buffer, throttler=throttler)
     elapsed = _time.monotonic() - started
     try:
         assert len({r.key for r in all_records(log)}) == 50 and len(all_records(log)) == 50

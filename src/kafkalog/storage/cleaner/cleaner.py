@@ -59,7 +59,6 @@ from kafkalog.records.types import (
     TimestampType,
 )
 from kafkalog.storage.cleaner import map_pass as map_pass_module
-from kafkalog.storage.cleaner import offset_map as offset_map_module
 from kafkalog.storage.cleaner.batch_directory import BatchDirectory
 from kafkalog.storage.cleaner.cleaner_stats import CleanerStats
 from kafkalog.storage.cleaner.log_to_clean import LogToClean
@@ -262,11 +261,7 @@ class Cleaner(MapPass):
                 "raise log.cleaner.dedupe.buffer.size")
         stats.index_done()
         transaction_metadata = CleanedTransactionMetadata()
-        segments = target.segments.values(0, end_offset) if end_offset > 0 else []
-        groups = group_segments_by_size(segments, target.config.segment_bytes,
-                                        target.config.segment_index_bytes, upper_bound)
-        stats.segments_before = len(segments)
-        stats.segments_after = len(groups)
+        groups = self._groups(target, end_offset, upper_bound, stats)
         # Each cleaned segment is sealed (indexes trimmed), flushed and swapped in on a helper thread,
         # in order, while the next group is cleaned: the fsyncs of the files and of the directory (a
         # third of a clean of page-cached data) overlap the work. A failure there, or here, stops every
@@ -293,6 +288,18 @@ class Cleaner(MapPass):
             raise
         return end_offset
 
+    @staticmethod
+    def _groups(target: Log, end_offset: int, upper_bound: int,
+                stats: CleanerStats) -> list[list[LogSegment]]:
+        """The round's groups: every segment below ``end_offset``, counted in ``stats``."""
+        segments = target.segments.values(0, end_offset) if end_offset > 0 else []
+        config = target.config
+        groups = group_segments_by_size(segments, config.segment_bytes, config.segment_index_bytes,
+                                        upper_bound)
+        stats.segments_before = len(segments)
+        stats.segments_after = len(groups)
+        return groups
+
     def _clean_newest_first(self, target: Log, start: int, end: int, current_time: int,
                             legacy_delete_horizon_ms: int, helper: ThreadPoolExecutor,
                             stats: CleanerStats) -> int | None:
@@ -312,7 +319,7 @@ class Cleaner(MapPass):
         segments wait, sealed, until the whole range is mapped, so one handed back changes nothing."""
         name = target.dir.name
         offset_map = self.offset_map
-        if (name in self._in_offset_order or offset_map_module.map_pass is None or start >= end
+        if (name in self._in_offset_order or not offset_map.maps_newest_first or start >= end
                 or len(self._map_buffer) < map_pass_module.MIN_SPLIT_READ or end not in target.segments
                 or target.collect_aborted_transactions(start, end)):
             return None
@@ -338,12 +345,7 @@ class Cleaner(MapPass):
             _seal(segment, group)
 
         try:
-            # (while the first segment is being mapped)
-            segments = target.segments.values(0, end)
-            config = target.config
-            groups = group_segments_by_size(segments, config.segment_bytes, config.segment_index_bytes, end)
-            stats.segments_before = len(segments)
-            stats.segments_after = len(groups)
+            groups = self._groups(target, end, end, stats)  # (while the first segment is being mapped)
             last_records.update(target.last_records_of_active_producers())
             early = [group for group in groups if group[0].base_offset >= start]
             # No transaction reaches into the range (its batches are all plain): one state will do.
@@ -433,9 +435,7 @@ class Cleaner(MapPass):
             target.replace_segments([s for s, _ in taken], [old for _, group in taken for old in group])
         except BaseException:
             stop.set()
-            for segment, _ in taken:
-                segment.close()
-                segment.delete_if_exists()
+            _discard(taken)
             raise
 
     def clean_into(self, target: Log, source: FileRecords, dest: LogSegment, offset_map: OffsetMap,

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kafkalog.clock import SYSTEM_TIME, Time
 from kafkalog.errors import InvalidConfigError
 from kafkalog.storage.cleaner.throttler import UNLIMITED, Throttler
 from kafkalog.storage.config_def import parse_boolean, parse_double, parse_int, parse_long
@@ -42,11 +43,12 @@ class CleanerConfig:
             raise InvalidConfigError(f"Invalid value {self.max_io_bytes_per_second} for configuration "
                                      "log.cleaner.io.max.bytes.per.second: Value must be above 0")
 
-    def throttler(self, **kwargs: Any) -> Throttler | None:
+    def throttler(self, *, time: Time = SYSTEM_TIME,
+                  sleep: Callable[[int], object] | None = None) -> Throttler | None:
         """The throttler the cleaner threads share, or None when the rate is not limited."""
         if self.max_io_bytes_per_second >= UNLIMITED:
             return None
-        return Throttler(self.max_io_bytes_per_second, **kwargs)
+        return Throttler(self.max_io_bytes_per_second, time=time, sleep=sleep)
 
     @classmethod
     def broker_defaults(cls) -> dict[str, str]:

@@ -173,17 +173,19 @@ class LogCleaner:
             thread.thread.start()
 
     def shutdown(self, timeout_s: float = 30.0) -> None:
-        """Stop every thread (bounded by ``timeout_s`` in all); a clean in progress is abandoned."""
+        """Stop every thread (waiting up to ``timeout_s`` for each); a clean in progress is abandoned."""
         with self._lifecycle:
             self._shut_down = True
+        self._stop_threads(timeout_s)
+
+    def _stop_threads(self, timeout_s: float) -> None:
         self._stop.set()
         self._wake.set()
-        if not self._started:
-            return
         for thread in self.threads:
-            thread.thread.join(timeout_s)
             if thread.thread.is_alive():
-                log.warning("%s did not stop within %.0f s", thread.thread.name, timeout_s)
+                thread.thread.join(timeout_s)
+                if thread.thread.is_alive():
+                    log.warning("%s did not stop within %.0f s", thread.thread.name, timeout_s)
 
     def reconfigure(self, config: CleanerConfig, timeout_s: float = 30.0) -> None:
         """New settings, as Kafka's ``LogCleaner.reconfigure``: the threads stop (a clean in progress
@@ -196,14 +198,7 @@ class LogCleaner:
             self._restart(config, timeout_s)
 
     def _restart(self, config: CleanerConfig, timeout_s: float) -> None:
-        self._stop.set()
-        self._wake.set()
-        for thread in self.threads:
-            if thread.thread.is_alive():
-                thread.thread.join(timeout_s)
-                if thread.thread.is_alive():
-                    log.warning("%s did not stop within %.0f s for the new config", thread.thread.name,
-                                timeout_s)
+        self._stop_threads(timeout_s)
         log.info("Reconfiguring the log cleaner: %d thread(s), %s", config.num_threads, config)
         self.config = config
         self._stop = threading.Event()

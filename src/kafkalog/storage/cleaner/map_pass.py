@@ -144,17 +144,12 @@ class MapPass:
         local = segment.log.local_descriptor()
         if local is None:
             return False
-        room = len(self._map_buffer) // MAP_SLOTS
         position = segment.offset_index.lookup(start).position
         end = segment.log.size_in_bytes
         while position < end:
-            cuts = self._cuts(segment, position, room)
-            walk = self.offset_map.put_windows(*local, cuts, self._map_buffer, room, start, max_entries,
-                                               newest=True)
-            self._directory.add(segment.base_offset, walk.batches)
-            stats.map_bytes_read += walk.consumed
-            stats.map_messages_read += walk.records_read
-            self._throttle(walk.consumed)
+            walk = self._put_windows_c(local, segment, position, self.offset_map, start, max_entries,
+                                       newest=True)
+            self._walked(segment, walk, stats)
             position += walk.consumed
             # A window cut inside a batch (an index entry that is not a batch's start) ends the
             # call short: the next one starts at that batch.
@@ -198,11 +193,8 @@ class MapPass:
         end = source.size_in_bytes
         while position < end:
             walk = self._put_read(segment, position, offset_map, start, max_entries)
-            self._directory.add(segment.base_offset, walk.batches)
-            self._throttle(walk.consumed)
+            self._walked(segment, walk, stats)
             position += walk.consumed
-            stats.map_bytes_read += walk.consumed
-            stats.map_messages_read += walk.records_read
             if walk.stop is WalkStop.FULL:
                 return True
             if walk.stop is WalkStop.END and walk.consumed:
@@ -264,9 +256,24 @@ class MapPass:
         local = segment.log.local_descriptor() if offset_map_module.map_pass is not None else None
         if local is None:
             return self._put_windows_py(segment, position, offset_map, start, max_entries)
+        return self._put_windows_c(local, segment, position, offset_map, start, max_entries)
+
+    def _put_windows_c(self, local: tuple[int, int], segment: LogSegment, position: int,
+                       offset_map: OffsetMap, start: int, max_entries: int, *,
+                       newest: bool = False) -> BatchWalk:
+        """One call of the C map pass over ``segment`` (its file ``local``: descriptor, base) from
+        ``position``, in windows of a quarter of the map buffer (see :meth:`OffsetMap.put_windows`)."""
         room = len(self._map_buffer) // MAP_SLOTS
         cuts = self._cuts(segment, position, room)
-        return offset_map.put_windows(*local, cuts, self._map_buffer, room, start, max_entries)
+        return offset_map.put_windows(*local, cuts, self._map_buffer, room, start, max_entries, newest=newest)
+
+    def _walked(self, segment: LogSegment, walk: BatchWalk, stats: CleanerStats) -> None:
+        """What a map-pass walk over ``segment`` read: its batches into the directory, its bytes and
+        records into the stats and against the I/O rate."""
+        self._directory.add(segment.base_offset, walk.batches)
+        stats.map_bytes_read += walk.consumed
+        stats.map_messages_read += walk.records_read
+        self._throttle(walk.consumed)
 
     @staticmethod
     def _cuts(segment: LogSegment, position: int, room: int) -> array[int]:

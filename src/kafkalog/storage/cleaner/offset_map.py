@@ -246,6 +246,11 @@ class OffsetMap:
         return compact_native is not None and self._key_hash.siphash
 
     @property
+    def maps_newest_first(self) -> bool:
+        """Whether :meth:`begin_newest_first` may be used (the C map pass)."""
+        return map_pass is not None and self.walks_batches
+
+    @property
     def latest_offset(self) -> int:
         """The last offset put or set by :meth:`update_latest_offset` (-1 after :meth:`clear`)."""
         return self._latest_offset
@@ -309,7 +314,7 @@ class OffsetMap:
         False (nothing changed) where that cannot be: no C map pass, or more offsets than the bits'
         budget (an eighth of the map's memory, as :meth:`end_map_pass` allows)."""
         count = end_offset - start_offset
-        if map_pass is None or not self.walks_batches or count <= 0 or count > self.memory:
+        if not self.maps_newest_first or count <= 0 or count > self.memory:
             return False
         self._mapped_from = start_offset
         self._latest_offset = end_offset - 1

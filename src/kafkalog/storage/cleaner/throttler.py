@@ -26,7 +26,7 @@ class Throttler:
     """Sleeps the thread that reports past ``desired_rate_per_sec`` units (bytes) per second."""
 
     def __init__(self, desired_rate_per_sec: float, *, check_interval_ms: int = CHECK_INTERVAL_MS,
-                 time: Time = SYSTEM_TIME, sleep: Callable[[int], None] | None = None) -> None:
+                 time: Time = SYSTEM_TIME, sleep: Callable[[int], object] | None = None) -> None:
         self.desired_rate_per_sec = desired_rate_per_sec
         self._check_interval_ns = check_interval_ms * 1_000_000
         self._time = time
