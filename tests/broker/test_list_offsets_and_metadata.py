@@ -109,6 +109,10 @@ def test_list_offsets_refuses_what_kafkas_replica_manager_refuses(tmp_path):
             for timestamp in (-7, -100, -(2**63)):
                 ((_, [(_, error, _, _)]),) = _list_offsets_of(sock, version, [("ts", [(0, timestamp)])])
                 assert error == unsupported, (version, timestamp)
+        # -2 and -4 answer the log start even where nothing is fetchable (the empty partition 1):
+        # Kafka's filter by the last fetchable offset leaves both out.
+        for timestamp in (-2, -4):
+            assert _list_offsets_of(sock, 8, [("ts", [(1, timestamp)])]) == [("ts", [(1, none, -1, 0)])]
         # partition 0 twice (across two entries of the topic): INVALID_REQUEST, once; partition 1 answered
         answer = _list_offsets_of(sock, 7, [("ts", [(0, -1), (1, -2)]), ("ts", [(0, -2)])])
         assert answer == [("ts", [(0, ErrorCode.invalid_request, -1, -1), (1, none, -1, 0)])]

@@ -58,13 +58,14 @@ def test_subscription_kinds(base, tmp_path):
         ({"startingOffsetsByTimestampStrategy": "maybe"}, "'startingOffsetsByTimestampStrategy'"),
         ({"failOnDataLoss": "yes"}, "'failOnDataLoss'"),
         ({"minPartitions": "0"}, "'minPartitions'"),
-        ({"maxOffsetsPerTrigger": "-5"}, "'maxOffsetsPerTrigger'"),
+        ({"startingTimestamp": "1_000"}, "'startingTimestamp'"),
+        ({"startingTimestamp": "-7"}, "'startingTimestamp'"),
+        ({"endingOffsetsByTimestamp": '{"t":{"0":-100}}'}, "'endingOffsetsByTimestamp'"),
         ({"includeHeaders": "1"}, "'includeHeaders'"),
         ({"kafka.isolation.level": "serializable"}, "'kafka.isolation.level'"),
         ({"startingOffset": "earliest"}, "'startingoffset'"),
         ({"kafka.auto.offset.reset": "earliest"}, "auto.offset.reset"),
         ({"kafka.value.deserializer": "x"}, "value.deserializer"),
-        ({"maxTriggerDelay": "soon"}, "'maxTriggerDelay'"),
         ({"filterPushdown": "maybe"}, "'filterPushdown'"),
     ],
 )
@@ -134,8 +135,67 @@ def test_trigger_options(base):
     o = parse({**base, "maxOffsetsPerTrigger": "100", "minOffsetsPerTrigger": "10", "maxTriggerDelay": "2m"},
               streaming=True)
     assert (o.max_offsets_per_trigger, o.min_offsets_per_trigger, o.max_trigger_delay_ms) == (100, 10, 120000)
-    with pytest.raises(InvalidConfigError, match="minOffsetsPerTrigger"):
-        parse({**base, "maxOffsetsPerTrigger": "10", "minOffsetsPerTrigger": "100"}, streaming=True)
+    assert parse(base, streaming=True).max_trigger_delay_ms == 15 * 60 * 1000
+    # Both bounds are compared in any query, as Spark's validateGeneralOptions does.
+    for streaming in (True, False):
+        with pytest.raises(InvalidConfigError, match="minOffsetsPerTrigger"):
+            parse({**base, "maxOffsetsPerTrigger": "10", "minOffsetsPerTrigger": "100"}, streaming=streaming)
+    for extra, needle in [({"maxOffsetsPerTrigger": "-5"}, "'maxOffsetsPerTrigger'"),
+                          ({"minOffsetsPerTrigger": "0"}, "'minOffsetsPerTrigger'"),
+                          ({"maxTriggerDelay": "soon"}, "'maxTriggerDelay'"),
+                          ({"maxTriggerDelay": "5 s"}, "'maxTriggerDelay'"),
+                          ({"maxTriggerDelay": "5weeks"}, "invalid suffix")]:
+        with pytest.raises(InvalidConfigError, match=needle):
+            parse({**base, **extra}, streaming=True)
+
+
+@pytest.mark.parametrize(("raw", "ms"), [
+    ("250", 250), ("250ms", 250), ("30s", 30_000), ("2m", 120_000), ("2min", 120_000), ("1h", 3_600_000),
+    ("1d", 86_400_000), ("1500us", 1), ("999us", 0), ("-1500us", -1), (" 10S ", 10_000),
+])
+def test_max_trigger_delay_reads_spark_time_strings(base, raw, ms):
+    # JavaUtils.timeStringAs: these units, a bare number in ms, truncation toward zero.
+    assert parse({**base, "maxTriggerDelay": raw}, streaming=True).max_trigger_delay_ms == ms
+
+
+def test_trigger_options_are_ignored_by_batch_queries_with_a_warning(base, monkeypatch):
+    import kafkalog.spark.options as options
+
+    warned: list[str] = []
+    monkeypatch.setattr(options.log, "warning", lambda msg, *args: warned.append(msg % args))
+    o = parse({**base, "maxOffsetsPerTrigger": "abc", "maxTriggerDelay": "soon"})
+    assert o.max_offsets_per_trigger is None and o.min_offsets_per_trigger is None
+    o = parse({**base, "minOffsetsPerTrigger": "0"})
+    assert o.min_offsets_per_trigger is None
+    assert sorted(warned) == [f"kafkalog option '{n}' is ignored in batch queries"
+                              for n in ("maxOffsetsPerTrigger", "maxTriggerDelay", "minOffsetsPerTrigger")]
+
+
+def test_timestamp_options_take_kafkas_special_timestamps(base):
+    # Spark hands them to ListOffsets unchanged: -1 latest, -2 earliest, -3 largest timestamp ...
+    for ts in (-1, -2, -3, -4, -5, -6, 0):
+        assert parse({**base, "startingTimestamp": str(ts)}).starting.timestamp == ts
+    o = parse({**base, "startingOffsetsByTimestamp": '{"t":{"0":-2,"1":5}}',
+               "endingOffsetsByTimestamp": '{"t":{"0":-1,"1":-1}}'})
+    assert o.starting.as_map() == {("t", 0): -2, ("t", 1): 5}
+
+
+def test_start_and_end_checked_against_each_other_before_reading(base):
+    # Spark's checkOffsetLimitValidity (batch): the same partitions, and no start past its end;
+    # earliest and latest (-2, -1) are not compared.
+    greater = r"UNRESOLVED_START_OFFSET_GREATER_THAN_END_OFFSET.* start offset 7 is greater than the end"
+    with pytest.raises(InvalidConfigError, match=greater + " offset 5 for topic t partition 1"):
+        parse({**base, "startingOffsets": '{"t":{"0":1,"1":7}}', "endingOffsets": '{"t":{"0":2,"1":5}}'})
+    with pytest.raises(InvalidConfigError, match="start timestamp 9 is greater than the end timestamp 8"):
+        parse({**base, "startingOffsetsByTimestamp": '{"t":{"0":9}}',
+               "endingOffsetsByTimestamp": '{"t":{"0":8}}'})
+    mismatched = "MISMATCHED_TOPIC_PARTITIONS_BETWEEN_START_OFFSET_AND_END_OFFSET"
+    with pytest.raises(InvalidConfigError, match=mismatched):
+        parse({**base, "startingOffsets": '{"t":{"0":1}}', "endingOffsets": '{"t":{"0":2,"1":5}}'})
+    ok = parse({**base, "startingOffsets": '{"t":{"0":-2,"1":3}}', "endingOffsets": '{"t":{"0":2,"1":-1}}'})
+    assert ok.ending.as_map() == {("t", 0): 2, ("t", 1): -1}
+    # Different kinds (offsets against a timestamp) are compared once resolved, as in Spark.
+    assert parse({**base, "startingOffsets": '{"t":{"0":9}}', "endingTimestamp": "8"}).ending.timestamp == 8
 
 
 def test_sink_options(tmp_path):

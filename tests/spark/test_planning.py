@@ -59,6 +59,19 @@ def test_split_filters_timestamp_lower_bound_only_and_handed_back():
         assert c.min_timestamp_ms == expected, f
 
 
+def test_split_filters_timestamp_bound_before_1970_narrows_nothing():
+    # -1 ms and -3 ms would be ListOffsets' "latest" and "largest timestamp": asked as bounds, they
+    # gave no rows or the wrong ones. A bound before 1970 narrows nothing; Spark re-applies it.
+    for us in (-1000, -3000, -2500, -86_400_000_000):
+        when = dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(microseconds=us)
+        f = GreaterThanOrEqual(("timestamp",), when)
+        c, rest = split_filters([f])
+        assert rest == [f]
+        assert c.min_timestamp_ms is None, us
+    c, _ = split_filters([GreaterThanOrEqual(("timestamp",), dt.datetime(1970, 1, 1, tzinfo=UTC))])
+    assert c.min_timestamp_ms == 0
+
+
 def test_int_constraint_ranges():
     c = IntConstraint().and_lo(5).and_hi(20).and_in([1, 6, 7, 8, 12, 30])
     assert c.ranges_within(0, 100) == [(6, 9), (12, 13)]

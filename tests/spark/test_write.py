@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import multiprocessing
+import re
 import subprocess
 import sys
 import time
@@ -108,15 +109,32 @@ def test_topic_column_option_partition_column(spark, tmp_path):
 def test_schema_and_topic_errors(spark, tmp_path):
     create(tmp_path, "t", 1)
     df = spark.createDataFrame([(1, "v")], "key int, value string")
-    with pytest.raises(PySparkException, match="column 'key' must be string or binary"):
+    # Spark's KafkaWriter messages (its tests match them case-insensitively), in its order:
+    # topic, key, value, headers, partition.
+    key_type = "key attribute unsupported type int. key must be a(n) string or binary"
+    with pytest.raises(PySparkException, match=re.escape(key_type)):
         write(df, tmp_path, topic="t")
-    with pytest.raises(PySparkException, match="required column 'value' not found"):
-        write(df.select("key"), tmp_path, topic="t")
+    with pytest.raises(PySparkException, match="Required attribute 'value' not found"):
+        write(df.selectExpr("CAST(key AS STRING) AS key"), tmp_path, topic="t")
     # Spark's KafkaWriter matches column names exactly: "Value" is not the value
     with pytest.raises(PySparkException, match=r"not found .*case-sensitive"):
         write(df.selectExpr("value AS Value"), tmp_path, topic="t")
-    with pytest.raises(PySparkException, match="topic not specified"):
+    with pytest.raises(PySparkException, match="topic option required when no 'topic' attribute is present"):
         write(df.select("value"), tmp_path)
+    topic_type = "topic attribute unsupported type int. topic must be a(n) string"
+    with pytest.raises(PySparkException, match=re.escape(topic_type)):
+        write(df.selectExpr("key AS topic", "value"), tmp_path)
+    with pytest.raises(PySparkException, match=re.escape("partition attribute unsupported type bigint. "
+                                                         "partition must be a(n) int")):
+        write(df.selectExpr("CAST(key AS BIGINT) AS partition", "value"), tmp_path, topic="t")
+    with pytest.raises(PySparkException, match="headers attribute unsupported type string"):
+        write(df.selectExpr("value AS headers", "value"), tmp_path, topic="t")
+    # The topic checked first (no key problem reported while the topic is missing) ...
+    with pytest.raises(PySparkException, match="topic option required"):
+        write(df, tmp_path)
+    # ... and with the topic option set, a topic column of any type is never looked at.
+    write(df.selectExpr("key AS topic", "value"), tmp_path, topic="t")
+    assert read(spark, tmp_path, subscribe="t").count() == 1
     with pytest.raises(PySparkException, match="topic 'nope' does not exist"):
         write(df.select("value"), tmp_path, topic="nope")
     with pytest.raises(PySparkException, match="overwrite is not allowed"):
@@ -128,9 +146,9 @@ def test_schema_and_topic_errors(spark, tmp_path):
 
 
 def test_other_columns_are_ignored_as_spark_ignores_them(spark, tmp_path):
-    """Spark's Kafka sink takes only topic, key, value, headers and partition; anything else is
-    ignored -- a string column named "timestamp" (JSON data has them) too. Only a timestamp-typed
-    one is kafkalog's extension (the records' CreateTime)."""
+    """Spark's Kafka sink takes only topic, key, value, headers, partition and (since SPARK-50160) a
+    timestamp or double "timestamp"; anything else is ignored -- a string column named "timestamp"
+    (JSON data has them) too, as Spark's sink before that ignored it."""
     create(tmp_path, "t", 1)
     before = int(time.time() * 1000)
     df = spark.createDataFrame([("v", "2020-01-01 00:00:00", 7)], "value string, timestamp string, extra int")
@@ -138,6 +156,27 @@ def test_other_columns_are_ignored_as_spark_ignores_them(spark, tmp_path):
     (row,) = read(spark, tmp_path, subscribe="t").collect()
     assert row.value == b"v"
     assert int(row.timestamp.timestamp() * 1000) >= before - 1000  # the time of the write
+
+
+def test_timestamp_column_is_the_record_timestamp(spark, tmp_path):
+    """A timestamp column, or a double one of seconds, becomes each record's CreateTime, as Spark's
+    sink casts it (microseconds truncated to ms toward zero); a null one is the time of the write."""
+    create(tmp_path, "t", 1)
+    before = int(time.time() * 1000)
+    df = spark.createDataFrame(
+        [("a", 1_700_000_000.1234567), ("b", 1.5005), ("c", None), ("d", float("nan"))],
+        "value string, timestamp double").coalesce(1)
+    write(df, tmp_path, topic="t")
+    write(df.selectExpr("value", "CAST(timestamp AS TIMESTAMP) AS timestamp").where("value = 'a'"),
+          tmp_path, topic="t")
+    with LogManager(tmp_path, read_only=True) as lm:
+        got = [(r.value, r.timestamp) for r in lm.get_log("t", 0).records(0)]
+    assert got[0] == (b"a", 1_700_000_000_123) and got[1] == (b"b", 1_500)
+    assert [v for v, _ in got[2:4]] == [b"c", b"d"] and all(ts >= before for _, ts in got[2:4])
+    assert got[4] == (b"a", 1_700_000_000_123)
+    # Before 1970: Kafka's producer refuses a negative timestamp, and so does the append.
+    with pytest.raises(PySparkException, match="negative timestamp"):
+        write(spark.createDataFrame([("e", -1.5)], "value string, timestamp double"), tmp_path, topic="t")
 
 
 def test_topic_configs_are_honoured(spark, tmp_path):

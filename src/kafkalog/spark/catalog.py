@@ -149,10 +149,14 @@ class TopicCatalog:
                 log.last_stable_offset if read_committed else log.high_watermark)
         return found
 
-    def offset_for_timestamp(self, tp: TopicPartition, timestamp: int) -> int | None:
-        """Kafka's ListOffsets(timestamp): the first offset whose record timestamp is >= ``timestamp``."""
-        found = self.log(tp).offset_for_timestamp(timestamp)
-        return None if found is None else found.offset
+    def offset_for_timestamp(self, tp: TopicPartition, timestamp: int,
+                             read_committed: bool = False) -> int | None:
+        """What Kafka's ListOffsets(timestamp) answers Spark's offset reader: the first offset whose
+        record timestamp is >= ``timestamp``, or one of the special timestamps (-1 latest, -2
+        earliest, -3 the largest timestamp ...); None for "no offset", which includes an answer at or
+        past ``latest`` (not visible yet) and Kafka's offset -1."""
+        found = self.log(tp).fetch_offset_for_timestamp(timestamp, self.latest(tp, read_committed))
+        return None if found is None or found.offset < 0 else found.offset
 
     def batch_boundary(self, tp: TopicPartition, offset: int) -> int:
         """A batch boundary at or before ``offset + 1`` found through the segment list and the

@@ -27,6 +27,14 @@ from typing import Final, Literal
 
 from kafkalog.errors import InvalidConfigError, KafkaLogError
 from kafkalog.storage.filesystem import FILESYSTEM_OPTIONS, is_local_uri, local_path
+from kafkalog.storage.log import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+)
 from kafkalog.storage.log_file_utils import INTERNAL_TOPICS
 
 __all__ = [
@@ -123,6 +131,16 @@ _CANONICAL = {name.lower(): name for name in (*SOURCE_OPTIONS, *SINK_OPTIONS, *I
 
 _JSON_OFFSETS_EXAMPLE = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
 _JSON_TIMESTAMPS_EXAMPLE = '{"topicA":{"0":1700000000000,"1":1700000000000}}'
+# Spark hands a timestamp option to Kafka's ListOffsets as it is, which reads these negative values
+# as specs, not times (and refuses any other negative one).
+_SPECIAL_TIMESTAMPS: Final = {
+    LATEST_TIMESTAMP: "latest",
+    EARLIEST_TIMESTAMP: "earliest",
+    MAX_TIMESTAMP: "the record with the largest timestamp",
+    EARLIEST_LOCAL_TIMESTAMP: "earliest local",
+    LATEST_TIERED_TIMESTAMP: "latest tiered (none here)",
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP: "earliest pending upload (none here)",
+}
 _JSON_ASSIGN_EXAMPLE = '{"topicA":[0,1],"topicB":[2,4]}'
 
 
@@ -262,12 +280,16 @@ def _parse_bool(option: str, raw: str) -> bool:
     raise _err(option, f"expected 'true' or 'false', got {raw!r}")
 
 
+_JAVA_LONG: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
 def _parse_long(option: str, raw: str, *, minimum: int | None = None) -> int:
+    # Scala's toLong: ASCII digits and a sign only (Python's int() also takes "1_000" and other
+    # scripts' digits).
     text = raw.strip()
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise _err(option, f"expected a whole number, got {raw!r}") from None
+    if _JAVA_LONG.fullmatch(text) is None:
+        raise _err(option, f"expected a whole number, got {raw!r}")
+    value = int(text, 10)
     if not -(2**63) <= value < 2**63:
         raise _err(option, f"{raw!r} does not fit a 64-bit long")
     if minimum is not None and value < minimum:
@@ -282,15 +304,26 @@ def _parse_int(option: str, raw: str, *, minimum: int) -> int:
     return value
 
 
-_DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+# JavaUtils.timeStringAs, which Spark's Utils.timeStringAsMs reads maxTriggerDelay with: the unit
+# in microseconds; a bare number is milliseconds.
+_TIME_UNITS_US: Final = {"us": 1, "ms": 1000, "s": 1_000_000, "m": 60_000_000, "min": 60_000_000,
+                         "h": 3_600_000_000, "d": 86_400_000_000}
+DEFAULT_MAX_TRIGGER_DELAY: Final = "15m"
 
 
 def _parse_duration_ms(option: str, raw: str) -> int:
-    """Spark's time strings (``15m``, ``30s``, ``100ms``, ``2h``, ``1d``; a bare number is ms)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", raw.lower())
-    if match is None or match.group(2) not in ("", *_DURATION_UNITS):
-        raise _err(option, f"expected a duration such as '15m', '30s' or '500ms', got {raw!r}")
-    return int(match.group(1)) * _DURATION_UNITS.get(match.group(2) or "ms", 1)
+    """Spark's time strings: ``15m``, ``30s``, ``100ms``, ``250us``, ``2h``, ``1d``, a bare number
+    of milliseconds; no space before the unit; converted to milliseconds truncating, as Java does."""
+    match = re.fullmatch(r"(-?[0-9]+)([a-z]+)?", raw.lower().strip(), re.ASCII)
+    if match is None:
+        raise _err(option, "time must be specified as seconds (s), milliseconds (ms), microseconds (us), "
+                           f"minutes (m or min), hour (h), or day (d), e.g. 50s, 100ms or 250us; got {raw!r}")
+    unit = match.group(2) or "ms"
+    if unit not in _TIME_UNITS_US:
+        raise _err(option, f"invalid suffix: {unit!r} in {raw!r}")
+    micros = int(match.group(1)) * _TIME_UNITS_US[unit]
+    millis = abs(micros) // 1000
+    return millis if micros >= 0 else -millis
 
 
 def _load_json_object(option: str, raw: str, example: str) -> dict:
@@ -400,15 +433,15 @@ def _range_limit(
 ) -> OffsetRangeLimit:
     """Spark's ``getKafkaOffsetRangeLimit``: the first option present wins, in this order."""
     if global_timestamp_key.lower() in opts:
-        ts = _parse_long(global_timestamp_key, opts[global_timestamp_key.lower()], minimum=0)
+        ts = _parse_long(global_timestamp_key, opts[global_timestamp_key.lower()])
+        _check_timestamp(global_timestamp_key, ts, "the timestamp")
         return OffsetRangeLimit("global_timestamp", timestamp=ts, on_no_match=on_no_match,
                                 option=global_timestamp_key)
     if by_timestamp_key.lower() in opts:
         values = parse_partition_values(by_timestamp_key, opts[by_timestamp_key.lower()],
                                         _JSON_TIMESTAMPS_EXAMPLE)
         for topic, partition, ts in values:
-            if ts < 0:
-                raise _err(by_timestamp_key, f"timestamp for {topic}-{partition} is negative ({ts})")
+            _check_timestamp(by_timestamp_key, ts, f"the timestamp for {topic}-{partition}")
         return OffsetRangeLimit("timestamp", per_partition=values, on_no_match=on_no_match,
                                 option=by_timestamp_key)
     if offsets_key.lower() in opts:
@@ -424,6 +457,39 @@ def _range_limit(
                                         "(use -2 for earliest, -1 for latest)")
         return OffsetRangeLimit("specific", per_partition=values, option=offsets_key)
     return default
+
+
+def _check_offset_limit_validity(starting: OffsetRangeLimit, ending: OffsetRangeLimit) -> None:
+    """Spark's ``checkOffsetLimitValidity``, before anything is read: starting and ending offsets
+    (or timestamps) given per partition name the same partitions, and no start is past its end
+    (earliest and latest, -2 and -1, are not compared)."""
+    if starting.kind != ending.kind or starting.kind not in ("specific", "timestamp"):
+        return
+    starts = {(t, p): v for t, p, v in starting.per_partition}
+    ends = {(t, p): v for t, p, v in ending.per_partition}
+    if set(starts) != set(ends):
+        raise InvalidConfigError(
+            "[MISMATCHED_TOPIC_PARTITIONS_BETWEEN_START_OFFSET_AND_END_OFFSET] The specified start offset "
+            "and end offset should have the same topic-partitions. Topic-partitions for start offset "
+            f"('{starting.option}'): {_format_assign(tuple(sorted(starts)))}, topic-partitions for end "
+            f"offset ('{ending.option}'): {_format_assign(tuple(sorted(ends)))}."
+        )
+    condition = "[UNRESOLVED_START_OFFSET_GREATER_THAN_END_OFFSET] " if starting.kind == "specific" else ""
+    what = "offset" if starting.kind == "specific" else "timestamp"
+    for (topic, partition), start in sorted(starts.items()):
+        end = ends[(topic, partition)]
+        if start > end >= 0:
+            raise InvalidConfigError(
+                f"{condition}The specified start {what} {start} is greater than the end {what} {end} for "
+                f"topic {topic} partition {partition} ('{starting.option}', '{ending.option}')."
+            )
+
+
+def _check_timestamp(option: str, ts: int, what: str) -> None:
+    if ts < 0 and ts not in _SPECIAL_TIMESTAMPS:
+        specs = ", ".join(f"{k} {v}" for k, v in _SPECIAL_TIMESTAMPS.items())
+        raise _err(option, f"{what} is negative ({ts}): give milliseconds since the epoch, or one of "
+                           f"the special timestamps of Kafka's ListOffsets ({specs})")
 
 
 def _check_names(
@@ -516,6 +582,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
                 if off == EARLIEST:
                     raise _err(ENDING_OFFSETS, f"ending offset for {topic}-{partition} can't be "
                                                "earliest (-2) for batch queries")
+        _check_offset_limit_validity(starting, ending)
     for limit in (starting, ending):
         # Spark: "If startingOffsets contains specific offsets, you must specify all TopicPartitions."
         if (limit.per_partition and subscription.kind == ASSIGN
@@ -538,21 +605,29 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     if MAX_RECORDS_PER_PARTITION.lower() in opts:
         max_records = _parse_long(MAX_RECORDS_PER_PARTITION, opts[MAX_RECORDS_PER_PARTITION.lower()],
                                   minimum=1)
-    # Spark ignores the trigger options in batch queries (with a warning); so do we, after checking them.
-    max_per_trigger = None
-    if MAX_OFFSETS_PER_TRIGGER.lower() in opts:
-        max_per_trigger = _parse_long(MAX_OFFSETS_PER_TRIGGER, opts[MAX_OFFSETS_PER_TRIGGER.lower()],
-                                      minimum=1)
-    min_per_trigger = None
-    if MIN_OFFSETS_PER_TRIGGER.lower() in opts:
-        min_per_trigger = _parse_long(MIN_OFFSETS_PER_TRIGGER, opts[MIN_OFFSETS_PER_TRIGGER.lower()],
-                                      minimum=1)
-    if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
-        raise _err(MIN_OFFSETS_PER_TRIGGER, f"the value of minOffsetPerTrigger({min_per_trigger}) is higher "
-                                            f"than the maxOffsetsPerTrigger({max_per_trigger})")
-    max_delay = 15 * 60 * 1000
-    if MAX_TRIGGER_DELAY.lower() in opts:
-        max_delay = _parse_duration_ms(MAX_TRIGGER_DELAY, opts[MAX_TRIGGER_DELAY.lower()])
+    # Spark's validateGeneralOptions compares the two bounds in any query; only a stream reads them
+    # (and maxTriggerDelay), and a batch query says it ignores them.
+    raw_max, raw_min = opts.get(MAX_OFFSETS_PER_TRIGGER.lower()), opts.get(MIN_OFFSETS_PER_TRIGGER.lower())
+    if raw_max is not None and raw_min is not None:
+        low = _parse_long(MIN_OFFSETS_PER_TRIGGER, raw_min)
+        high = _parse_long(MAX_OFFSETS_PER_TRIGGER, raw_max)
+        if low > high:
+            raise _err(MIN_OFFSETS_PER_TRIGGER, f"the value of minOffsetPerTrigger({low}) is higher "
+                                                f"than the maxOffsetsPerTrigger({high})")
+    max_per_trigger = min_per_trigger = None
+    max_delay = _parse_duration_ms(MAX_TRIGGER_DELAY, DEFAULT_MAX_TRIGGER_DELAY)
+    if streaming:
+        # At least 1 (Spark takes 0, and such a stream never moves).
+        if raw_max is not None:
+            max_per_trigger = _parse_long(MAX_OFFSETS_PER_TRIGGER, raw_max, minimum=1)
+        if raw_min is not None:
+            min_per_trigger = _parse_long(MIN_OFFSETS_PER_TRIGGER, raw_min, minimum=1)
+        if MAX_TRIGGER_DELAY.lower() in opts:
+            max_delay = _parse_duration_ms(MAX_TRIGGER_DELAY, opts[MAX_TRIGGER_DELAY.lower()])
+    elif streaming is False:
+        for name in (MAX_OFFSETS_PER_TRIGGER, MIN_OFFSETS_PER_TRIGGER, MAX_TRIGGER_DELAY):
+            if name.lower() in opts:
+                log.warning("kafkalog option '%s' is ignored in batch queries", name)
 
     isolation = opts.get(ISOLATION_LEVEL.lower(), "read_uncommitted").strip().lower()
     if isolation not in ("read_uncommitted", "read_committed"):

@@ -164,6 +164,10 @@ def split_filters(filters: Iterable[object]) -> tuple[Constraints, list[object]]
                 lo = None if not uss or len(known) != len(uss) else _ceil_ms(min(known))
             else:
                 lo = None
+            if lo is not None and lo < 0:
+                # Before 1970: the time index cannot be asked (ListOffsets reads a negative timestamp
+                # as a special one: -1 latest, -2 earliest ...), and the bound narrows nothing anyway.
+                lo = None
             if lo is not None:
                 if c.min_timestamp_ms is not None:
                     lo = max(c.min_timestamp_ms, lo)

@@ -169,19 +169,19 @@ def resolve_limit(
     out = {}
     for tp in tps:
         ts = timestamps[tp]
-        found = catalog.offset_for_timestamp(tp, ts)
-        latest = catalog.latest(tp, read_committed)
+        # Kafka's answer, as Spark's admin-based reader gets it: none when no record has a
+        # timestamp >= ts, or when the first one is not visible yet (at or past the high watermark,
+        # or the last stable offset under read_committed).
+        found = catalog.offset_for_timestamp(tp, ts, read_committed)
         if found is None:
-            # No record with a timestamp >= ts: Kafka answers "no offset".
             if starting and limit.on_no_match == "error":
                 raise InvalidConfigError(
-                    f"kafkalog option '{limit.option}': no offset of {tp[0]}-{tp[1]} has a timestamp >= {ts} "
-                    "(set startingOffsetsByTimestampStrategy=latest to start at the latest offset instead)"
+                    f"kafkalog option '{limit.option}': no offset matched from request of {tp[0]}-{tp[1]} "
+                    f"with timestamp {ts}: no visible record has a timestamp >= {ts} (set "
+                    "startingOffsetsByTimestampStrategy=latest to start at the latest offset instead)"
                 )
-            out[tp] = latest
-        else:
-            # Under read_committed, an offset past the LSO is not visible yet.
-            out[tp] = min(found, latest)
+            found = catalog.latest(tp, read_committed)
+        out[tp] = found
     return out
 
 
@@ -249,8 +249,11 @@ def plan_batch_ranges(
             end = latest
         if start > end:
             raise InvalidConfigError(
-                f"Beginning offset {start} is after the ending offset {end} for {tp[0]}-{tp[1]}: "
-                "either the starting offsets are invalid or the topic has been damaged"
+                f"[RESOLVED_START_OFFSET_GREATER_THAN_END_OFFSET] The resolved start offset {start} is "
+                f"greater than the resolved end offset {end} for topic {tp[0]} partition {tp[1]}: the "
+                f"start ({opts.starting.option or opts.starting.kind}) lies past the end "
+                f"({opts.ending.option or opts.ending.kind}) once both are offsets (a timestamp against "
+                "an offset, or a start past latest), or the topic partition is damaged"
             )
         if constraints.is_trivial:
             earliest = _is_special(opts.starting, tp, "earliest", EARLIEST)

@@ -3,9 +3,9 @@
 Columns are those of Spark's Kafka sink: ``value`` (required, binary or string), ``key`` (binary or
 string), ``headers`` (``array<struct<key:string,value:binary>>``), ``topic`` (string; the ``topic``
 option overrides it) and ``partition`` (int; else Kafka's default partitioner: murmur2 of the key, a
-sticky partition for keyless records). One extension: a ``timestamp`` column of a timestamp type
-becomes the records' CreateTime (Spark's sink has no such column and stamps the time of the write,
-as kafkalog does without one). Other columns are ignored, as Spark's Kafka sink ignores them.
+sticky partition for keyless records) and ``timestamp`` (a timestamp, or a double of seconds: the
+records' CreateTime, as Spark's sink takes it since SPARK-50160; without one, or where it is null,
+the time of the write). Other columns are ignored, as Spark's Kafka sink ignores them.
 
 Each task groups its rows by topic-partition and appends whole batches with
 ``Log.append_as_leader`` (so the topic's compression, message format and timestamp type apply,
@@ -18,6 +18,7 @@ task's batches are therefore never interleaved with another's.
 from __future__ import annotations
 
 import logging
+import math
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -84,10 +85,12 @@ class WriteSchema:
 
 
 def validate_write_schema(schema: Any, opts: SinkOptions) -> WriteSchema:
-    """Spark's ``KafkaWriter.validateQuery``: one clear error per problem, naming the column."""
+    """Spark's ``KafkaWriter.validateQuery``: the columns checked in its order (topic, key, value,
+    headers, partition) with its messages, each naming the column, plus what kafkalog knows."""
     from pyspark.sql.types import (
         ArrayType,
         BinaryType,
+        DoubleType,
         IntegerType,
         StringType,
         StructType,
@@ -107,29 +110,26 @@ def validate_write_schema(schema: Any, opts: SinkOptions) -> WriteSchema:
             return False
         if not isinstance(f.dataType, allowed):
             raise InvalidConfigError(
-                f"kafkalog sink: column '{f.name}' must be {expected}, but it is {f.dataType.simpleString()}"
+                f"kafkalog sink: {name} attribute unsupported type {f.dataType.simpleString()}. "
+                f"{name} must be a(n) {expected}"
             )
         return True
 
+    # The topic option wins over the column, whose type is then never looked at (as in Spark).
+    has_topic = opts.topic is None and check("topic", (StringType,), "string")
+    if opts.topic is None and not has_topic:
+        raise InvalidConfigError(
+            "kafkalog sink: topic option required when no 'topic' attribute is present. Use the "
+            f"{TOPIC} option for setting a topic."
+        )
+    has_key = check("key", (BinaryType, StringType), "string or binary")
     if not check("value", (BinaryType, StringType), "string or binary"):
         hint = ("; column names are case-sensitive, as in Spark's Kafka sink"
                 if any(f.name.lower() == "value" for f in schema.fields) else "")
         raise InvalidConfigError(
-            "kafkalog sink: required column 'value' not found (columns: "
+            "kafkalog sink: Required attribute 'value' not found (columns: "
             f"{', '.join(f.name for f in schema.fields)}){hint}"
         )
-    has_key = check("key", (BinaryType, StringType), "string or binary")
-    has_topic = check("topic", (StringType,), "string")
-    if not has_topic and opts.topic is None:
-        raise InvalidConfigError(
-            f"kafkalog sink: topic not specified: add a 'topic' column or set the '{TOPIC}' option"
-        )
-    has_partition = check("partition", (IntegerType,), "int")
-    # Not a column of Spark's Kafka sink (which stamps the time of the write): a kafkalog extension,
-    # taken only when it is a timestamp, so that a column of that name Spark would ignore (a string
-    # from JSON, say) is ignored here too.
-    ts_field = fields.get("timestamp")
-    has_timestamp = ts_field is not None and isinstance(ts_field.dataType, (SparkTimestamp, TimestampNTZType))
     has_headers = False
     if "headers" in fields:
         dt = fields["headers"].dataType
@@ -142,10 +142,21 @@ def validate_write_schema(schema: Any, opts: SinkOptions) -> WriteSchema:
         )
         if not ok:
             raise InvalidConfigError(
-                "kafkalog sink: column 'headers' must be array<struct<key:string,value:binary>>, "
-                f"but it is {dt.simpleString()}"
+                f"kafkalog sink: headers attribute unsupported type {dt.simpleString()}. headers must be "
+                "a(n) array<struct<key:string,value:binary>>"
             )
         has_headers = True
+    has_partition = check("partition", (IntegerType,), "int")
+    # The records' CreateTime, as Spark's sink takes it since SPARK-50160 (a timestamp, or a double
+    # of seconds; kafkalog also takes timestamp_ntz). Any other column of that name is left alone,
+    # as Spark's sink before that ignored it: the records then get the time of the write.
+    ts_field = fields.get("timestamp")
+    has_timestamp = ts_field is not None and isinstance(
+        ts_field.dataType, (SparkTimestamp, TimestampNTZType, DoubleType))
+    if ts_field is not None and not has_timestamp:
+        log.warning("kafkalog sink: column 'timestamp' of type %s is not a record timestamp (a timestamp or "
+                    "a double of seconds is); the records get the time of the write",
+                    ts_field.dataType.simpleString())
     return WriteSchema(has_key, has_headers, has_topic, has_partition, has_timestamp)
 
 
@@ -192,6 +203,17 @@ def _append_batches(path: str, topic: str, partition: int, config: LogConfig, ba
         ) from None
     except UnknownTopicOrPartitionError as e:
         raise UnknownTopicOrPartitionError(f"kafkalog sink: {e}") from None
+
+
+def _record_timestamps(col: pa.Array, now: int) -> list[int]:
+    """A ``timestamp`` column as record timestamps in ms, as Spark's sink makes them: a double is
+    seconds (cast to microseconds, truncated), microseconds become ms truncated toward zero, and a
+    null (or NaN, infinity: a null once cast) is the time of the write."""
+    if pa.types.is_floating(col.type):
+        micros = [None if s is None or not math.isfinite(s) else int(s * 1_000_000) for s in col.to_pylist()]
+    else:
+        micros = (pc.cast(col, pa.int64()) if not pa.types.is_int64(col.type) else col).to_pylist()
+    return [now if us is None else (us // 1000 if us >= 0 else -(-us // 1000)) for us in micros]
 
 
 # --- the per-task write ----------------------------------------------------------------------------
@@ -263,12 +285,7 @@ class _WriteTask:
             topics = column("topic").to_pylist()
         partitions = column("partition").to_pylist() if self.layout.has_partition else [None] * n
         now = SYSTEM_TIME.milliseconds()
-        if self.layout.has_timestamp:
-            ts_col = column("timestamp")
-            us = pc.cast(ts_col, pa.int64()) if not pa.types.is_int64(ts_col.type) else ts_col
-            timestamps = [now if t is None else t // 1000 for t in us.to_pylist()]
-        else:
-            timestamps = [now] * n
+        timestamps = _record_timestamps(column("timestamp"), now) if self.layout.has_timestamp else [now] * n
         if self.layout.has_headers:
             headers = [
                 () if hs is None else tuple(Header(h["key"], h["value"]) for h in hs)

@@ -990,6 +990,22 @@ class Log:
             raise IllegalArgumentError(f"Invalid target timestamp {target_timestamp} for {self._dir.name}")
         return self._retrying(self._offset_for_timestamp_once, target_timestamp)
 
+    def fetch_offset_for_timestamp(self, target_timestamp: int,
+                                   last_fetchable_offset: int) -> TimestampAndOffset | None:
+        """What ListOffsets answers a consumer that may read up to ``last_fetchable_offset`` (the high
+        watermark, or the last stable offset under read_committed): Kafka's
+        ``Partition.fetchOffsetForTimestamp`` and the filter ``ReplicaManager`` applies to it. -1 is
+        that offset itself; -2 and -4 the log start, whatever it is; any other answer at or past
+        the fetchable offset is none (None), as a record there is not visible yet. An answer of
+        offset -1 (-5 and -6 on a log without tiered storage) also means "no offset" to clients."""
+        if target_timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, last_fetchable_offset, self.latest_epoch)
+        found = self.offset_for_timestamp(target_timestamp)
+        if (found is not None and found.offset >= last_fetchable_offset
+                and target_timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP)):
+            return None
+        return found
+
     def _offset_for_timestamp_once(self, target_timestamp: int) -> TimestampAndOffset | None:
         end = self._current_end()
         segments = list(self._segments)

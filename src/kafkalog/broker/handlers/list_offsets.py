@@ -3,7 +3,8 @@
 stable offset for read_committed), -3 the record with the largest timestamp, -4 earliest local, -5
 latest tiered and -6 earliest pending upload (offset -1: no tiered storage); a timestamp ≥ 0 looks
 up the first record at or after it through the time index. A found offset at or beyond what the
-isolation level may read is "not found" (-1, -1), as in Kafka.
+isolation level may read is "not found" (-1, -1), but for -2 and -4, as in Kafka
+(``Log.fetch_offset_for_timestamp`` holds that rule; the Spark source asks it too).
 
 As Kafka's ``ReplicaManager`` answers: a special timestamp needs the version that brought it (-3 v7,
 -4 v8, -5 v9, -6 v11) and any other negative one is unknown -- UNSUPPORTED_VERSION for that
@@ -66,13 +67,10 @@ def _lookup(
             if isolation_level == _READ_COMMITTED
             else partition_log.high_watermark
         )
-        if timestamp == LATEST_TIMESTAMP:
-            epoch = partition_log.latest_epoch
-            return ErrorCode.none, -1, fetchable, epoch if epoch is not None else -1
-        found = partition_log.offset_for_timestamp(timestamp)
+        found = partition_log.fetch_offset_for_timestamp(timestamp, fetchable)
     except KafkaLogError as e:
         return error_code_for(e), -1, -1, -1
-    if found is None or (timestamp != EARLIEST_TIMESTAMP and found.offset >= fetchable):
+    if found is None:
         return ErrorCode.none, -1, -1, -1
     epoch = found.leader_epoch if found.leader_epoch is not None else -1
     return ErrorCode.none, found.timestamp, found.offset, epoch
