@@ -243,8 +243,10 @@ def test_dump_errors_are_one_line(tmp_path: Path) -> None:
     missing = assert_one_line_error(run("dump-log", tmp_path / f"{SEGMENT_0}.log"))
     assert "kafkalog: error:" in missing and SEGMENT_0 in missing
     (tmp_path / "notes.txt").write_text("hello")
-    unknown = assert_one_line_error(run("dump-log", tmp_path / "notes.txt"))
-    assert "notes.txt" in unknown
+    # As kafka-dump-log.sh: named on stdout, passed over on stderr, not a failure.
+    unknown = run("dump-log", tmp_path / "notes.txt")
+    assert unknown.returncode == 0 and unknown.stdout == f"Dumping {tmp_path / 'notes.txt'}\n"
+    assert unknown.stderr == f"Ignoring unknown file {tmp_path / 'notes.txt'}\n"
     orphan = tmp_path / f"{SEGMENT_0}.index"
     orphan.write_bytes(b"\0" * 16)
     assert "does not exist" in assert_one_line_error(run("dump-log", orphan))
@@ -333,3 +335,52 @@ def test_verify_takes_a_preallocated_index_for_no_entries(tmp_path: Path) -> Non
     index.write_bytes((5).to_bytes(4, "big") + bytes(4))
     result = run("verify", "--data-dir", tmp_path)
     assert result.returncode == 1 and "ends at offset 2" in result.stdout
+
+
+def test_dump_takes_kafka_dump_logs_flags(kafka_golden_dir: Path) -> None:
+    """``--files a,b`` (kafka-dump-log.sh's form), its StringDecoder classes (which turn on
+    --print-data-log), and --max-message-size 0."""
+    log = kafka_golden_dir / "s2_v2_mixed" / f"{SEGMENT_100}.log"
+    index = kafka_golden_dir / "s2_v2_mixed" / f"{SEGMENT_100}.index"
+    positional = run("dump-log", log, index)
+    kafka_style = run("dump-log", "--files", f"{log},{index}")
+    assert kafka_style.returncode == 0 and kafka_style.stdout == positional.stdout
+    decoded = run("dump-log", "--value-decoder-class", "kafka.serializer.StringDecoder", log)
+    assert decoded.stdout == run("dump-log", "--print-data-log", log).stdout
+    assert "payload:" in decoded.stdout
+    other = assert_one_line_error(run("dump-log", "--key-decoder-class", "com.example.Avro", log), status=2)
+    assert "kafka.serializer.StringDecoder" in other
+    assert run("dump-log", "--max-message-size", "0", index).returncode == 0
+
+
+def test_dump_exits_1_where_kafkas_tool_stops_with_an_exception(tmp_path: Path) -> None:
+    """A corrupt batch header or an unknown transaction index version: everything readable is
+    reported, and the exit status is 1 (kafka-dump-log.sh throws there). A producer snapshot entry
+    without a batch prints without batch fields, as Kafka's tool prints it."""
+    from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
+    from kafkalog.storage.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
+    from kafkalog.storage.txn_index import AbortedTxn
+
+    log = tmp_path / f"{SEGMENT_0}.log"
+    batch = MemoryRecords.with_records(2, CompressionType.NONE, [SimpleRecord(b"v", None, 1)]).buffer
+    bad_header = bytes(8) + (5).to_bytes(4, "big") + bytes(20)  # a batch "5 bytes" long
+    log.write_bytes(bytes(batch) + bad_header)
+    result = run("dump-log", log)
+    assert result.returncode == 1 and len(batch_lines(result.stdout)) == 1
+    assert "smaller than minimum record overhead" in result.stderr
+
+    txn = tmp_path / f"{SEGMENT_0}.txnindex"
+    entry = bytearray(AbortedTxn(7, 1, 2, 3).to_bytes())
+    entry[0] = 1
+    txn.write_bytes(bytes(entry))
+    result = run("dump-log", txn)
+    assert result.returncode == 1 and "version: 1 producerId: 7" in result.stdout
+    assert "Unexpected aborted transaction version 1" in result.stderr
+
+    snapshot = tmp_path / "00000000000000000030.snapshot"
+    ProducerSnapshot((ProducerSnapshotEntry(5, 1, -1, -1, 0, 1_700_000_000_000, 3),)).write(snapshot)
+    result = run("dump-log", snapshot)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == ("producerId: 5 producerEpoch: 1 coordinatorEpoch: 3 "
+                                              "currentTxnFirstOffset: OptionalLong.empty "
+                                              "lastTimestamp: 1700000000000")

@@ -50,6 +50,10 @@ class CliError(Exception):
     """A user error detected by the CLI itself (printed as one line, exit status 1)."""
 
 
+class UsageError(CliError):
+    """Arguments that do not go together, found after parsing (exit status 2, as argparse's)."""
+
+
 # --- small helpers ---------------------------------------------------------------------------------
 
 
@@ -445,13 +449,25 @@ def cmd_consume(args: argparse.Namespace) -> int:
 # --- dump-log, verify, recover, retention ------------------------------------------------------
 
 
+_STRING_DECODER = "kafka.serializer.StringDecoder"
+
+
 def cmd_dump_log(args: argparse.Namespace) -> int:
-    from kafkalog.tools.dump_log import DumpOptions, dump_file
+    from kafkalog.tools.dump_log import DumpOptions, dump_file, is_dumpable
     from kafkalog.tools.dump_log_render import render_text, write_json
 
+    files = [*args.files, *(name for given in args.kafka_files for name in given.split(",") if name)]
+    if not files:
+        raise UsageError("dump-log: no files given (FILE ... or --files FILE,FILE as kafka-dump-log.sh takes "
+                         "them)")
+    for decoder in (args.key_decoder_class, args.value_decoder_class):
+        if decoder is not None and decoder != _STRING_DECODER:
+            raise UsageError(f"dump-log: decoder class {decoder!r} is a Java class; kafkalog shows keys and "
+                             f"values as {_STRING_DECODER} does (UTF-8 text)")
     options = DumpOptions(
         deep_iteration=args.deep_iteration,
-        print_data_log=args.print_data_log,
+        print_data_log=(args.print_data_log or args.key_decoder_class is not None
+                        or args.value_decoder_class is not None),
         index_sanity_check=args.index_sanity_check,
         verify_index_only=args.verify_index_only,
         skip_record_metadata=args.skip_record_metadata,
@@ -462,7 +478,13 @@ def cmd_dump_log(args: argparse.Namespace) -> int:
     )
     failed = False
     found_problems = False
-    for name in args.files:
+    for name in files:
+        if not is_dumpable(name):
+            # As kafka-dump-log.sh: named, passed over on stderr, not a failure.
+            if not args.json:
+                print(f"Dumping {name}", flush=True)
+            print(f"Ignoring unknown file {name}", file=sys.stderr)
+            continue
         try:
             dump = dump_file(name, options)
             if args.json:
@@ -470,6 +492,7 @@ def cmd_dump_log(args: argparse.Namespace) -> int:
             else:
                 render_text(dump, options, sys.stdout, sys.stderr)
             found_problems = found_problems or bool(dump.problems)
+            failed = failed or dump.unreadable
         except BrokenPipeError:
             raise
         except (KafkaLogError, OSError) as e:
@@ -682,8 +705,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("dump-log", help="dump segment files like kafka-dump-log.sh",
                             description="Dump .log, .index, .timeindex, .txnindex and .snapshot files. "
                             "Findings go to stderr; with --verify-index-only or --index-sanity-check "
-                            "they also make the exit status 1.")
-    p.add_argument("files", nargs="+", metavar="FILE", help="segment, index or snapshot files")
+                            "they also make the exit status 1, and so does a file that cannot be read "
+                            "through (where kafka-dump-log.sh stops with an exception).")
+    p.add_argument("files", nargs="*", metavar="FILE", help="segment, index or snapshot files")
+    p.add_argument("--files", dest="kafka_files", action="append", default=[], metavar="FILE,FILE",
+                   help="the same, comma-separated, as kafka-dump-log.sh takes them")
+    for which in ("key", "value"):
+        p.add_argument(f"--{which}-decoder-class", metavar="CLASS",
+                       help=f"as kafka-dump-log.sh: {_STRING_DECODER} (the default: {which}s as UTF-8 "
+                       "text); giving it implies --print-data-log")
     p.add_argument("--deep-iteration", action="store_true", help="print every record")
     p.add_argument("--print-data-log", action="store_true", help="print keys and values (implies deep)")
     p.add_argument("--index-sanity-check", action="store_true", help="only run the index sanity check")
@@ -691,7 +721,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-record-metadata", action="store_true",
                    help="with --print-data-log: only keys and values, not each record's offset, "
                    "timestamp and sizes")
-    p.add_argument("--max-message-size", type=_positive_int, default=5 * 1024 * 1024, metavar="BYTES",
+    p.add_argument("--max-message-size", type=_non_negative_int, default=5 * 1024 * 1024, metavar="BYTES",
                    help="largest batch read where an index entry points (default 5 MiB, as "
                    "kafka-dump-log.sh)")
     p.add_argument("--max-bytes", type=_positive_int, default=2**31 - 1, metavar="BYTES",
@@ -765,7 +795,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             return _broken_pipe()
         print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(e, UsageError) else 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -349,12 +349,74 @@ def test_expired_offsets_become_tombstones_that_compaction_removes(tmp_path: Pat
     asyncio.run(scenario())
 
 
+def _kafka_python_member_metadata(version: int) -> tuple[bytes, bytes]:
+    """A subscription and an assignment as kafka-python's consumer encodes them."""
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+
+    owned = [ConsumerProtocolSubscription.TopicPartition(topic="t", partitions=[1])]
+    subscription = ConsumerProtocolSubscription(version=version, topics=["t", "u"], user_data=b"ud",
+                                                owned_partitions=owned, generation_id=5, rack_id="r1")
+    assigned = [ConsumerProtocolAssignment.TopicPartition(topic="t", partitions=[0, 1])]
+    assignment = ConsumerProtocolAssignment(version=version, assigned_partitions=assigned, user_data=None)
+    return subscription.encode(version=version), assignment.encode(version=version)
+
+
+def test_consumer_protocol_decoded_as_kafkas_readers_read_it() -> None:
+    from kafkalog.errors import InvalidRequestError
+    from kafkalog.protocol.consumer_protocol import decode_assignment, decode_subscription
+
+    for version in range(4):
+        sub_bytes, assignment_bytes = _kafka_python_member_metadata(version)
+        sub = decode_subscription(sub_bytes)
+        assert (sub.version, sub.topics, sub.user_data) == (version, ("t", "u"), b"ud")
+        assert sub.owned_partitions == ((("t", (1,)),) if version >= 1 else ())
+        expected_generation, expected_rack = (5 if version >= 2 else -1), ("r1" if version >= 3 else None)
+        assert (sub.generation_id, sub.rack_id) == (expected_generation, expected_rack)
+        assignment = decode_assignment(assignment_bytes)
+        assert (assignment.assigned_partitions, assignment.user_data) == ((("t", (0, 1)),), None)
+    for bad in (b"s", b"\x00\x04" + b"\x00" * 8, b"\x00\x00\x7f\xff\xff\xff"):
+        with pytest.raises(InvalidRequestError):
+            decode_subscription(bad)
+
+
+def test_offsets_decoder_prints_only_the_fields_of_the_records_version() -> None:
+    """GroupMetadataValue v0 has no rebalanceTimeout (v1+), currentStateTimestamp (v2+) or
+    groupInstanceId (v3+): Kafka's JSON writer leaves them out, rather than printing the values a
+    reader fills in."""
+    import struct
+
+    from kafkalog.protocol.group_metadata_records import encode_group_metadata_key
+    from kafkalog.tools.offsets_decoder import decode_offsets_record
+
+    def text(value: str) -> bytes:
+        return struct.pack(">h", len(value)) + value.encode()
+
+    def blob(value: bytes) -> bytes:
+        return struct.pack(">i", len(value)) + value
+
+    sub, assignment = _kafka_python_member_metadata(0)
+    v0 = (struct.pack(">h", 0) + text("consumer") + struct.pack(">i", 2) + text("range") + text("m1")
+          + struct.pack(">i", 1) + text("m1") + text("client") + text("/10.0.0.1")
+          + struct.pack(">i", 10_000) + blob(sub) + blob(assignment))
+    decoded = decode_offsets_record(encode_group_metadata_key("g"), v0)
+    assert decoded["payload"] == {"version": "0", "data": {
+        "protocolType": "consumer", "generation": 2, "protocol": "range", "leader": "m1",
+        "members": [{"memberId": "m1", "clientId": "client", "clientHost": "/10.0.0.1",
+                     "sessionTimeout": 10_000,
+                     "subscription": {"topics": ["t", "u"], "userData": "dWQ="},
+                     "assignment": {"assignedPartitions": [{"topic": "t", "partitions": [0, 1]}],
+                                    "userData": None}}]}}
+
+
 def test_dump_log_offsets_decoder_text(tmp_path: Path) -> None:
+    sub_v3, assignment_v3 = _kafka_python_member_metadata(3)
+
     async def scenario() -> None:
         with LogManager(tmp_path / "data") as log_manager:
             manager = GroupMetadataManager(log_manager, num_partitions=1)
             member = MemberMetadataValue("m", None, "c", "/h", 1000, 1000, b"s", b"a")
-            value = GroupMetadataValue("consumer", 1, "range", "m", 5, (member,))
+            real = MemberMetadataValue("k", "static-1", "c", "/h", 2000, 1000, sub_v3, assignment_v3)
+            value = GroupMetadataValue("consumer", 1, "range", "m", 5, (member, real))
             assert await manager.store_group("grp", value) == 0
             await manager.store_offsets("grp", {("t", 0): OffsetCommitValue(3, 0, "", 9)})
             assert await manager.delete_group("grp") == 0
@@ -369,6 +431,15 @@ def test_dump_log_offsets_decoder_text(tmp_path: Path) -> None:
     offset_key = 'key: {"type":"1","data":{"group":"grp","topic":"t","partition":0}}'
     assert len(lines) == 4
     assert f'{group_key} payload: {{"version":"3","data":{{"protocolType":"consumer"' in lines[0]
+    # A consumer group's member metadata decoded as Kafka's tool shows it (the fields of the
+    # subscription's own version); bytes that do not decode stay base64, as Kafka keeps them.
+    assert ('"members":[{"memberId":"m","groupInstanceId":null,"clientId":"c","clientHost":"/h",'
+            '"rebalanceTimeout":1000,"sessionTimeout":1000,"subscription":"cw==","assignment":"YQ=="},'
+            '{"memberId":"k","groupInstanceId":"static-1","clientId":"c","clientHost":"/h",'
+            '"rebalanceTimeout":2000,"sessionTimeout":1000,"subscription":{"topics":["t","u"],'
+            '"userData":"dWQ=","ownedPartitions":[{"topic":"t","partitions":[1]}],"generationId":5,'
+            '"rackId":"r1"},"assignment":{"assignedPartitions":[{"topic":"t","partitions":[0,1]}],'
+            '"userData":null}}]') in lines[0]
     assert f'{offset_key} payload: {{"version":"3","data":{{"offset":3,"leaderEpoch":0,' in lines[1]
     assert lines[2].endswith(f"{offset_key} payload: <DELETE>")
     assert lines[3].endswith(f"{group_key} payload: <DELETE>")

@@ -497,6 +497,35 @@ def test_dump_log_decodes_the_transaction_log_as_kafka_dump_log_does(tmp_path):
     assert 'key: {"type":"0","data":{"transactionalId":"tx"}} payload: {"version":"0"' in text
 
 
+def test_transaction_log_decoder_shows_v1_tagged_fields_as_kafkas_json_writer_does():
+    """TransactionLogValue v1 (flexible, Kafka 4's transactions v2) keeps previousProducerId,
+    nextProducerId and clientTransactionVersion as tagged fields; Kafka's generated JSON writer
+    prints each where it differs from its default, in the schema's field order."""
+    import struct
+
+    from kafkalog.protocol.transaction_log_records import encode_transaction_log_key
+    from kafkalog.tools.transaction_log_decoder import decode_transaction_log_record
+
+    def value(tags: bytes, count: int) -> bytes:
+        return (struct.pack(">hqhib", 1, 1001, 5, 60_000, 4) + bytes([2]) + bytes([2]) + b"t"
+                + bytes([2]) + struct.pack(">i", 0) + bytes([0]) + struct.pack(">qq", 1_700_000_000_002,
+                                                                               1_700_000_000_001)
+                + bytes([count]) + tags)
+
+    tagged = bytes([0, 8]) + struct.pack(">q", 999) + bytes([2, 2]) + struct.pack(">h", 2)
+    payload = decode_transaction_log_record(encode_transaction_log_key("tx2"), value(tagged, 2))["payload"]
+    assert payload["version"] == "1"
+    assert list(payload["data"].items()) == [
+        ("producerId", 1001), ("previousProducerId", 999), ("producerEpoch", 5),
+        ("transactionTimeoutMs", 60_000), ("transactionStatus", 4),
+        ("transactionPartitions", [{"topic": "t", "partitionIds": [0]}]),
+        ("transactionLastUpdateTimestampMs", 1_700_000_000_002),
+        ("transactionStartTimestampMs", 1_700_000_000_001), ("clientTransactionVersion", 2)]
+    # At their defaults (no tagged fields at all) they are left out.
+    plain = decode_transaction_log_record(encode_transaction_log_key("tx2"), value(b"", 0))["payload"]["data"]
+    assert "previousProducerId" not in plain and "clientTransactionVersion" not in plain
+
+
 @pytest.mark.kafkalog_broker_config({"offsets.retention.check.interval.ms": 50})
 def test_a_group_with_offsets_in_an_open_transaction_is_not_cleaned_up(kafkalog_broker):
     """Kafka's cleanup turns an Empty group without offsets Dead; offsets an open transaction

@@ -53,6 +53,7 @@ class TransactionLogValue:
     start_timestamp: int
     previous_producer_id: int = -1
     next_producer_id: int = -1
+    client_transaction_version: int = 0
 
 
 def encode_transaction_log_key(transactional_id: str) -> bytes:
@@ -125,6 +126,7 @@ def _decode_value(r: Reader) -> TransactionLogValue:
             r.skip_tagged_fields()
     last_update, start = r.int64(), r.int64()
     previous_id = next_id = -1
+    client_version = 0
     if flexible:
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
@@ -132,6 +134,8 @@ def _decode_value(r: Reader) -> TransactionLogValue:
             if tag in (0, 1) and size == 8:
                 (number,) = struct.unpack(">q", field)
                 previous_id, next_id = (number, next_id) if tag == 0 else (previous_id, number)
+            elif tag == 2 and size == 2:
+                (client_version,) = struct.unpack(">h", field)
     if r.remaining():
         raise CorruptRecordError(f"TransactionLogValue: {r.remaining()} bytes after the last field")
     return TransactionLogValue(
@@ -144,4 +148,5 @@ def _decode_value(r: Reader) -> TransactionLogValue:
         start,
         previous_id,
         next_id,
+        client_version,
     )

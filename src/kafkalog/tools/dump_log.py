@@ -44,10 +44,10 @@ from kafkalog.storage.log_file_utils import (
 )
 from kafkalog.storage.producer_snapshot import ProducerSnapshot
 from kafkalog.storage.producer_state import decrement_sequence
-from kafkalog.storage.txn_index import ABORTED_TXN_SIZE, aborted_txn_slots
+from kafkalog.storage.txn_index import ABORTED_TXN_SIZE, AbortedTxn, aborted_txn_slots
 from kafkalog.tools.problem import Problem
 
-__all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "DumpOptions", "FileDump", "dump_file"]
+__all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "DumpOptions", "FileDump", "dump_file", "is_dumpable"]
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
@@ -84,6 +84,9 @@ class FileDump:
 
     ``messages`` are informational lines Kafka prints on stdout (e.g. "is empty", "passed sanity
     check"); ``errors`` lines go to stderr in text mode; ``problems`` make the dump fail.
+    ``unreadable`` says the file could not be read through where Kafka's tool stops with an
+    exception (a corrupt batch header, records that do not decode, an unknown transaction index
+    version): the command then exits 1, as Kafka's does, after reporting everything else.
     """
 
     path: Path
@@ -95,6 +98,7 @@ class FileDump:
     errors: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
+    unreadable: bool = False
 
     def tail(self) -> dict[str, Any]:
         return {
@@ -207,6 +211,7 @@ def _dump_log(path: Path, options: DumpOptions, dump: FileDump) -> Iterator[dict
             except KafkaLogError as e:
                 dump.problems.append(Problem(path, str(e), position=valid_bytes))
                 dump.errors.append(f"Stopped reading {path} at position {valid_bytes}: {e}")
+                dump.unreadable = True
                 break
             item = _batch_item(batch, valid_bytes)
             if not item["isvalid"]:
@@ -218,6 +223,7 @@ def _dump_log(path: Path, options: DumpOptions, dump: FileDump) -> Iterator[dict
                 except KafkaLogError as e:
                     record_items = []
                     item["error"] = str(e)
+                    dump.unreadable = True
                     dump.problems.append(Problem(path, f"cannot read the records: {e}",
                                                  position=valid_bytes, offset=batch.offset))
                 for record in record_items:
@@ -394,7 +400,14 @@ def _dump_time_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterat
 
 def _dump_txn_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterator[dict[str, Any]]:
     data = path.read_bytes()
-    for _, version, txn in aborted_txn_slots(data):
+    for position, version, txn in aborted_txn_slots(data):
+        if version > AbortedTxn.CURRENT_VERSION:
+            # Kafka's TransactionIndex refuses the entry (and its tool stops there).
+            message = (f"Unexpected aborted transaction version {version} in transaction index {path}, "
+                       f"current version is {AbortedTxn.CURRENT_VERSION}")
+            dump.problems.append(Problem(path, message, position=position))
+            dump.errors.append(message)
+            dump.unreadable = True
         yield {
             "version": version,
             "producerId": txn.producer_id,
@@ -416,19 +429,25 @@ def _dump_snapshot(path: Path, options: DumpOptions, dump: FileDump) -> Iterator
         dump.errors.append(str(e))
         return
     for entry in snapshot.entries:
-        yield {
+        item: dict[str, Any] = {
             "producerId": entry.producer_id,
             "producerEpoch": entry.producer_epoch,
             "coordinatorEpoch": entry.coordinator_epoch,
             "currentTxnFirstOffset": (None if entry.current_txn_first_offset < 0
                                       else entry.current_txn_first_offset),
             "lastTimestamp": entry.timestamp,
-            "firstSequence": decrement_sequence(entry.last_sequence, entry.offset_delta),
-            "lastSequence": entry.last_sequence,
-            "lastOffset": entry.last_offset,
-            "offsetDelta": entry.offset_delta,
-            "timestamp": entry.timestamp,
         }
+        # An entry with a negative last offset carries no batch (Kafka's readSnapshot keeps none,
+        # and its tool prints none).
+        if entry.last_offset >= 0:
+            item.update({
+                "firstSequence": decrement_sequence(entry.last_sequence, entry.offset_delta),
+                "lastSequence": entry.last_sequence,
+                "lastOffset": entry.last_offset,
+                "offsetDelta": entry.offset_delta,
+                "timestamp": entry.timestamp,
+            })
+        yield item
 
 
 # --- entry points ---------------------------------------------------------------------------------
@@ -440,6 +459,12 @@ _KINDS: dict[str, tuple[str, str, Callable[[Path, DumpOptions, FileDump], Iterat
     TXN_INDEX_FILE_SUFFIX: ("txnindex", "entries", _dump_txn_index),
     PRODUCER_SNAPSHOT_FILE_SUFFIX: ("snapshot", "producers", _dump_snapshot),
 }
+
+
+def is_dumpable(path: Path | str) -> bool:
+    """Whether ``dump_file`` knows the file's kind (by its suffix, as Kafka's tool decides)."""
+    name = Path(path).name
+    return "." in name and name[name.rfind("."):] in _KINDS
 
 
 def dump_file(path: Path | str, options: DumpOptions | None = None) -> FileDump:

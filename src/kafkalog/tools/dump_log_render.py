@@ -85,12 +85,15 @@ def _format_item(dump: FileDump, item: dict[str, Any], options: DumpOptions) -> 
         return [f"version: {item['version']} producerId: {item['producerId']} "
                 f"firstOffset: {item['firstOffset']} lastOffset: {item['lastOffset']} "
                 f"lastStableOffset: {item['lastStableOffset']}"]
-    return [f"producerId: {item['producerId']} producerEpoch: {item['producerEpoch']} "
+    line = (f"producerId: {item['producerId']} producerEpoch: {item['producerEpoch']} "
             f"coordinatorEpoch: {item['coordinatorEpoch']} "
             f"currentTxnFirstOffset: {_java_optional_long(item['currentTxnFirstOffset'])} "
-            f"lastTimestamp: {item['lastTimestamp']} firstSequence: {item['firstSequence']} "
-            f"lastSequence: {item['lastSequence']} lastOffset: {item['lastOffset']} "
-            f"offsetDelta: {item['offsetDelta']} timestamp: {item['timestamp']}"]
+            f"lastTimestamp: {item['lastTimestamp']}")
+    if "lastOffset" in item:
+        line += (f" firstSequence: {item['firstSequence']} lastSequence: {item['lastSequence']} "
+                 f"lastOffset: {item['lastOffset']} offsetDelta: {item['offsetDelta']} "
+                 f"timestamp: {item['timestamp']}")
+    return [line]
 
 
 def render_text(dump: FileDump, options: DumpOptions, out: IO[str], err: IO[str]) -> None:

@@ -34,13 +34,20 @@ def decode_transaction_log_record(key: bytes | None, value: bytes | None) -> dic
     for topic, partition in decoded.partitions:
         by_topic.setdefault(topic, []).append(partition)
     partitions = [{"topic": t, "partitionIds": ids} for t, ids in by_topic.items()]
-    data = {
-        "producerId": decoded.producer_id,
-        "producerEpoch": decoded.producer_epoch,
-        "transactionTimeoutMs": decoded.transaction_timeout_ms,
-        "transactionStatus": decoded.status,
-        "transactionPartitions": None if decoded.status == _EMPTY and not partitions else partitions,
-        "transactionLastUpdateTimestampMs": decoded.last_update_timestamp,
-        "transactionStartTimestampMs": decoded.start_timestamp,
-    }
-    return {"key": key_json, "payload": {"version": str(struct.unpack_from(">h", value)[0]), "data": data}}
+    version = struct.unpack_from(">h", value)[0]
+    # In TransactionLogValue's field order; the tagged fields (v1+) only where they differ from
+    # their defaults, as Kafka's generated JSON writer leaves them out.
+    data: dict[str, Any] = {"producerId": decoded.producer_id}
+    if version >= 1 and decoded.previous_producer_id != -1:
+        data["previousProducerId"] = decoded.previous_producer_id
+    if version >= 1 and decoded.next_producer_id != -1:
+        data["nextProducerId"] = decoded.next_producer_id
+    data["producerEpoch"] = decoded.producer_epoch
+    data["transactionTimeoutMs"] = decoded.transaction_timeout_ms
+    data["transactionStatus"] = decoded.status
+    data["transactionPartitions"] = None if decoded.status == _EMPTY and not partitions else partitions
+    data["transactionLastUpdateTimestampMs"] = decoded.last_update_timestamp
+    data["transactionStartTimestampMs"] = decoded.start_timestamp
+    if version >= 1 and decoded.client_transaction_version != 0:
+        data["clientTransactionVersion"] = decoded.client_transaction_version
+    return {"key": key_json, "payload": {"version": str(version), "data": data}}
