@@ -24,11 +24,15 @@ class InvalidRecordError(KafkaLogError):
 
 
 class RecordValidationError(InvalidRecordError):
-    """LogValidator rejected individual records; ``record_errors`` lists (batch_index, message)."""
+    """LogValidator rejected individual records; ``record_errors`` lists (batch_index, message).
+    ``client_message`` is the text Kafka's ``processRecordErrors`` gives a producer (the message
+    itself says where in the append, for a reader of logs)."""
 
-    def __init__(self, message: str, record_errors: list[tuple[int, str]] | None = None) -> None:
+    def __init__(self, message: str, record_errors: list[tuple[int, str]] | None = None,
+                 client_message: str | None = None) -> None:
         super().__init__(message)
         self.record_errors: list[tuple[int, str]] = list(record_errors or [])
+        self.client_message = message if client_message is None else client_message
 
 
 class InvalidTimestampError(RecordValidationError):
@@ -45,6 +49,11 @@ class RecordBatchTooLargeError(KafkaLogError):
 
 class UnsupportedCompressionTypeError(KafkaLogError):
     """A codec id that is unknown, or not allowed with this magic (zstd needs magic 2)."""
+
+
+class UnknownCompressionTypeError(UnsupportedCompressionTypeError):
+    """A codec id no Kafka version defines (5-7 in a batch's attributes): where Kafka meets one its
+    ``CompressionType.forId`` throws IllegalArgumentException, an UNKNOWN_SERVER_ERROR to a client."""
 
 
 class UnsupportedForMessageFormatError(KafkaLogError):

@@ -123,7 +123,8 @@ def produced(response: Any) -> dict[Any, tuple[int, str | None]]:
     }
 
 
-def fetch_req(*topics: Any, version: int = 12, replica_id: int = -1, session_id: int = 0) -> Any:
+def fetch_req(*topics: Any, version: int = 12, replica_id: int = -1, session_id: int = 0,
+              session_epoch: int = -1) -> Any:
     """Partition 0 of each topic (a name, or an id from v13) from offset 0."""
     partition = nested(
         ApiKey.FETCH,
@@ -145,7 +146,7 @@ def fetch_req(*topics: Any, version: int = 12, replica_id: int = -1, session_id:
         max_bytes=1 << 20,
         isolation_level=0,
         session_id=session_id,
-        session_epoch=-1,
+        session_epoch=session_epoch,
         topics=tuple(
             nested(ApiKey.FETCH, version, "FetchTopic", topic=t, topic_id=t, partitions=(partition,))
             for t in topics
@@ -380,7 +381,8 @@ def test_produce_errors_per_partition(broker):
 
 def test_transactional_records_need_write_on_the_transactional_id(broker):
     grant(broker, acl(T, "t", ALICE, Op.WRITE), acl(T, "u", ALICE, Op.WRITE))
-    refused = (E.transactional_id_authorization_failed, "Transactional Id authorization failed.")
+    # ApiError.fromThrowable drops the error's default text: no message
+    refused = (E.transactional_id_authorization_failed, None)
     no_txn_acl, no_txn_id, plain = call(
         broker,
         "alice",
@@ -489,7 +491,7 @@ def test_fetch_errors_per_partition(broker):
         "alice",
         fetch_req("t", "u", "no-such-topic"),
         fetch_req(topic_id(broker, "t"), topic_id(broker, "u"), unknown_id, version=13),
-        fetch_req("u", session_id=7),  # the session is looked up before anything is authorized
+        fetch_req("u", session_id=7, session_epoch=3),  # looked up before anything is authorized
     )
     assert fetched(by_name) == {
         "t": (E.none, 1),
@@ -514,10 +516,13 @@ def test_a_follower_fetch_needs_cluster_action(broker):
         "t": (E.topic_authorization_failed, -1),
         "u": (E.topic_authorization_failed, -1),
     }
-    # with it, past authorization: this single-node broker serves no followers
+    # with it, past authorization: this node has no followers, so each partition fails as Kafka's
+    # Partition.fetchRecords fails for a replica it does not know
     for user in ("bob", "admin"):
-        (response,) = call(broker, user, fetch_req("t", replica_id=1))
-        assert (response.error_code, response.responses) == (E.unknown_server_error, ())
+        (response,) = call(broker, user, fetch_req("t", "no-such-topic", replica_id=1))
+        assert response.error_code == E.none
+        assert fetched(response) == {"t": (E.not_leader_or_follower, -1),
+                                     "no-such-topic": (E.unknown_topic_or_partition, -1)}
 
 
 # -- Metadata --------------------------------------------------------------------------------------

@@ -309,3 +309,121 @@ def test_a_partition_named_twice_is_fetched_once_from_its_last_offset(broker):
         batches = list(MemoryRecords(partition.records).batches())
         assert (topic.topic, partition.error_code) == ("dup", ErrorCode.none)
         assert [b.base_offset for b in batches] == [2]  # from offset 2, the last one named
+
+
+def _fetch_many(sock, parts, *, version=12, max_wait_ms=0, min_bytes=1, max_bytes=2**31 - 1,
+                session_id=0, session_epoch=-1, replica_id=-1):
+    """One Fetch of several (topic, offset, partition_max_bytes[, partition, current_leader_epoch])."""
+    cls, mod = _raw.request_class(1, version)
+    topics = []
+    for topic, offset, pmb, *rest in parts:
+        partition = rest[0] if rest else 0
+        epoch = rest[1] if len(rest) > 1 else -1
+        topics.append(mod.FetchTopic(topic=topic, partitions=(mod.FetchPartition(
+            partition=partition, current_leader_epoch=epoch, fetch_offset=offset, log_start_offset=-1,
+            last_fetched_epoch=-1, partition_max_bytes=pmb),)))
+    request = cls(replica_id=replica_id, max_wait=timedelta(milliseconds=max_wait_ms), min_bytes=min_bytes,
+                  max_bytes=max_bytes, isolation_level=0, session_id=session_id, session_epoch=session_epoch,
+                  topics=tuple(topics), forgotten_topics_data=(), rack_id="")
+    return _raw.request(sock, request)
+
+
+def test_a_first_batch_cut_short_is_not_returned(broker):
+    """Only the first partition with data gets a batch larger than the limits; a later partition
+    whose first batch does not fit in what is left gets nothing, not a fragment (Kafka's
+    checkFetchDataInfo), and the fragment does not count towards min_bytes."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        for topic in ("cut1", "cut2"):
+            _create(sock, topic)
+            _produce(sock, topic, _batch(5, size=400))
+        size = len(bytes(_fetch(sock, "cut1", 0)[1].records))
+        for parts, max_bytes in ((["cut1", 0, 100], ["cut2", 0, 100]), size + 10), \
+                                ((["cut1", 0, 1 << 20], ["cut2", 0, 1 << 20]), size + 10):
+            response = _fetch_many(sock, parts, max_bytes=max_bytes)
+            first, second = (t.partitions[0] for t in response.responses)
+            assert len(bytes(first.records)) == size
+            assert bytes(second.records or b"") == b"" and second.error_code == ErrorCode.none
+
+
+def test_session_epochs_as_kafkas_fetch_manager_reads_them(broker):
+    """A full fetch (epoch 0 or -1) is answered whatever session id it names (Kafka closes that
+    session); an incremental one (epoch > 0) names a session this broker does not keep."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "sess")
+        _produce(sock, "sess", _batch(2))
+        for session_id, epoch in ((123, -1), (123, 0), (0, 0)):
+            response = _fetch_many(sock, [("sess", 0, 1 << 20)], session_id=session_id, session_epoch=epoch)
+            assert (response.error_code, response.session_id) == (ErrorCode.none, 0)
+            assert len(list(MemoryRecords(response.responses[0].partitions[0].records).records())) == 2
+        for session_id in (123, 0):
+            response = _fetch_many(sock, [("sess", 0, 1 << 20)], session_id=session_id, session_epoch=1)
+            assert response.error_code == ErrorCode.fetch_session_id_not_found and response.responses == ()
+
+
+def test_unknown_partitions_come_last_and_do_not_end_a_long_poll(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "waits")
+        for unknown in (("no-such", 0, 1 << 20), ("waits", 0, 1 << 20, 7)):
+            started = time.monotonic()
+            response = _fetch_many(sock, [unknown, ("waits", 0, 1 << 20)], max_wait_ms=600)
+            elapsed = time.monotonic() - started
+            assert elapsed >= 0.5, elapsed  # the known, empty partition long-polls all the same
+            answered = [(t.topic, q.partition_index, q.error_code) for t in response.responses
+                        for q in t.partitions]
+            assert answered == [("waits", 0, ErrorCode.none),
+                                (unknown[0], unknown[3] if len(unknown) > 3 else 0,
+                                 ErrorCode.unknown_topic_or_partition)]
+
+
+def test_a_replicas_fetch_fails_per_partition(broker):
+    """This node has no followers: Kafka's Partition.fetchRecords refuses a replica it does not
+    know, after the leader epoch check."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "replica")
+        _produce(sock, "replica", _batch(1))
+        epoch = broker.server.apis.replica_manager.leader_epoch(_tp("replica"))
+        for version, current_epoch, expected in ((12, -1, ErrorCode.not_leader_or_follower),
+                                                 (12, epoch, ErrorCode.unknown_leader_epoch),
+                                                 (12, epoch + 5, ErrorCode.unknown_leader_epoch)):
+            response = _fetch_many(sock, [("replica", 0, 1 << 20, 0, current_epoch)], version=version,
+                                   replica_id=3)
+            assert response.error_code == ErrorCode.none
+            assert response.responses[0].partitions[0].error_code == expected
+
+
+def _tp(topic):
+    from kafkalog.broker.replica_manager import TopicPartition
+
+    return TopicPartition(topic, 0)
+
+
+def test_a_parked_fetch_counts_at_most_each_partitions_max_bytes(broker):
+    """Kafka's DelayedFetch counts min(bytes available, partition_max_bytes) towards min_bytes: a
+    2 KB batch arriving for a partition capped at 100 bytes does not complete a fetch that wants
+    200 bytes; max_wait does (the first read counts what it returns, as Kafka's does)."""
+    with _raw.connect(broker.bootstrap_servers) as sock, \
+            _raw.connect(broker.bootstrap_servers) as producer:
+        _create(sock, "parked")
+        timer = threading.Timer(0.3, lambda: _produce(producer, "parked", _batch(5, size=400)))
+        started = time.monotonic()
+        timer.start()
+        try:
+            response = _fetch_many(sock, [("parked", 0, 100)], max_wait_ms=1500, min_bytes=200)
+        finally:
+            timer.join()
+        elapsed = time.monotonic() - started
+        assert elapsed >= 1.2, elapsed
+        assert len(list(MemoryRecords(response.responses[0].partitions[0].records).batches())) == 1
+
+
+def test_fetch_max_bytes_caps_what_a_request_asks_for(tmp_path):
+    with Broker(tmp_path, configs={"fetch.max.bytes": 3000}) as b, _raw.connect(b.bootstrap_servers) as sock:
+        for topic in ("cap1", "cap2"):
+            _create(sock, topic)
+            for _ in range(3):
+                _produce(sock, topic, _batch(2, size=800))  # ~1.7 KB a batch
+        response = _fetch_many(sock, [("cap1", 0, 1 << 20), ("cap2", 0, 1 << 20)])
+        sizes = [len(bytes(t.partitions[0].records or b"")) for t in response.responses]
+        assert 0 < sizes[0] <= 3000 and sizes[1] == 0  # cap2's first batch no longer fits
+        whole = _fetch_many(sock, [("cap1", 0, 1 << 20)])
+        assert len(list(MemoryRecords(whole.responses[0].partitions[0].records).batches())) == 1

@@ -114,9 +114,16 @@ def test_per_partition_error_codes(broker):
     with _raw.connect(broker.bootstrap_servers) as sock:
         _create(sock, "errs")
         assert _produce(sock, "no-such-topic", _batch(1)).error_code == ErrorCode.unknown_topic_or_partition
-        # only the group coordinator writes to __consumer_offsets (Kafka: "Cannot append to internal topic")
+        # __consumer_offsets before any group made it: a partition that does not exist
+        unknown = _produce(sock, "__consumer_offsets", _batch(1))
+        assert unknown.error_code == ErrorCode.unknown_topic_or_partition
+        if not broker.server.log_manager.has_topic("__consumer_offsets"):
+            broker.server.log_manager.create_topic("__consumer_offsets", 1, {"cleanup.policy": "compact"})
+        # only the group coordinator writes to it (Kafka: "Cannot append to internal topic"), and the
+        # refusal reports the log start offset, without a message, as Kafka's appendToLocalLog does
         internal = _produce(sock, "__consumer_offsets", _batch(1))
-        assert internal.error_code == ErrorCode.invalid_topic_exception
+        assert (internal.error_code, internal.log_start_offset, internal.error_message) == (
+            ErrorCode.invalid_topic_exception, 0, None)
         assert _produce(sock, "errs", _batch(1, size=5000)).error_code == ErrorCode.message_too_large
         corrupt = bytearray(_batch(2))
         corrupt[-1] ^= 0xFF
@@ -225,3 +232,98 @@ def test_a_partition_named_twice_is_answered_once(broker):
         # the second is no valid batch: its refusal is the answer, the first set is appended
         assert produce_twice(_batch(1), b"\x00" * 70) == [("twice", [(0, ErrorCode.corrupt_message, -1)])]
         assert log.log_end_offset == 3
+
+
+def _with_codec(batch: bytes, codec: int, *, fix_crc: bool = True) -> bytes:
+    """The batch with its attributes' codec bits set to ``codec`` (5-7: no Kafka version has one)."""
+    from crc32c import crc32c
+
+    data = bytearray(batch)
+    attributes = struct.unpack_from(">h", data, 21)[0]
+    struct.pack_into(">h", data, 21, (attributes & ~7) | codec)
+    if fix_crc:
+        struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
+    return bytes(data)
+
+
+def _produce_many(sock, partitions, *, acks=-1, version=PRODUCE_VERSION, transactional_id=None):
+    """One Produce of {(topic, partition): records}; {(topic, partition): partition response}."""
+    cls, mod = _raw.request_class(0, version)
+    by_topic: dict = {}
+    for (topic, index), records in partitions.items():
+        by_topic.setdefault(topic, []).append(mod.PartitionProduceData(index=index, records=records))
+    request = cls(transactional_id=transactional_id, acks=acks, timeout=timedelta(seconds=5),
+                  topic_data=tuple(mod.TopicProduceData(name=t, partition_data=tuple(ps))
+                                   for t, ps in by_topic.items()))
+    response = _raw.request(sock, request)
+    return {(t.name, p.index): p for t in response.responses for p in t.partition_responses}
+
+
+def test_an_unknown_codec_fails_its_partition_not_the_connection(broker):
+    """Kafka reads the codec in the log's validation from v7 (UNKNOWN_SERVER_ERROR for that
+    partition, after the CRC check; the others are appended) and in validateRecords before v7,
+    where the exception fails the whole request."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        for topic in ("codec-a", "codec-b"):
+            _create(sock, topic)
+        for codec in (5, 6, 7):
+            answers = _produce_many(sock, {("codec-a", 0): _with_codec(_batch(1), codec),
+                                           ("codec-b", 0): _batch(1)})
+            assert answers[("codec-a", 0)].error_code == ErrorCode.unknown_server_error
+            assert answers[("codec-a", 0)].error_message is None  # nothing of the server's leaks
+            assert answers[("codec-b", 0)].error_code == ErrorCode.none
+        bad_crc = _produce_many(sock, {("codec-a", 0): _with_codec(_batch(1), 5, fix_crc=False)})
+        assert bad_crc[("codec-a", 0)].error_code == ErrorCode.corrupt_message
+        old = _produce_many(sock, {("codec-a", 0): _with_codec(_batch(1), 5), ("codec-b", 0): _batch(1)},
+                            version=5)
+        assert {r.error_code for r in old.values()} == {ErrorCode.unknown_server_error}
+        assert _produce(sock, "codec-b", _batch(1)).error_code == ErrorCode.none  # still connected
+        log = broker.server.log_manager.get_log("codec-b", 0)
+        assert (log.log_end_offset, broker.server.log_manager.get_log("codec-a", 0).log_end_offset) == (4, 0)
+
+
+def test_a_missing_partition_is_answered_before_its_records_are_looked_at(broker):
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "exists")
+        magic1 = _batch(1)[:16] + b"\x01" + _batch(1)[17:]
+        for records in (magic1, b"", _with_codec(_batch(1), 5)):
+            assert _produce(sock, "missing", records).error_code == ErrorCode.unknown_topic_or_partition
+        # invalid acks fail the partitions that exist; a missing one stays UNKNOWN_TOPIC_OR_PARTITION
+        answers = _produce_many(sock, {("missing", 0): _batch(1), ("exists", 0): _batch(1),
+                                       ("exists", 3): _batch(1)}, acks=2)
+        assert {k: v.error_code for k, v in answers.items()} == {
+            ("missing", 0): ErrorCode.unknown_topic_or_partition,
+            ("exists", 0): ErrorCode.invalid_required_acks,
+            ("exists", 3): ErrorCode.unknown_topic_or_partition}
+
+
+def test_failed_appends_report_the_log_start_offset_and_kafkas_messages(broker):
+    """As Kafka's appendToLocalLog: a record validation failure says why (and names the records); other
+    failures carry no message, with the log start offset except for a corrupt or too large batch."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "starts")
+        for _ in range(3):
+            assert _produce(sock, "starts", _batch(2)).error_code == ErrorCode.none
+        broker.server.apis.replica_manager.delete_records({_tp("starts"): 4})
+        too_old = _produce(sock, "starts", _batch(1, timestamp=1000))
+        assert (too_old.error_code, too_old.log_start_offset) == (ErrorCode.invalid_timestamp, 4)
+        assert too_old.error_message == "One or more records have been rejected due to invalid timestamp"
+        first_error = too_old.record_errors[0].batch_index_error_message
+        assert first_error.startswith("Timestamp 1000 of message with offset 0 is out of range")
+        base_7 = bytearray(_batch(1))
+        struct.pack_into(">q", base_7, 0, 7)
+        wrong_base = _produce(sock, "starts", bytes(base_7))
+        assert (wrong_base.error_code, wrong_base.log_start_offset, wrong_base.error_message) == (
+            ErrorCode.invalid_record, 4, None)
+        corrupt = bytearray(_batch(2))
+        corrupt[-1] ^= 0xFF
+        for records, code in ((bytes(corrupt), ErrorCode.corrupt_message),
+                              (_batch(1, size=5000), ErrorCode.message_too_large)):
+            answer = _produce(sock, "starts", records)
+            assert (answer.error_code, answer.log_start_offset, answer.error_message) == (code, -1, None)
+
+
+def _tp(topic):
+    from kafkalog.broker.replica_manager import TopicPartition
+
+    return TopicPartition(topic, 0)

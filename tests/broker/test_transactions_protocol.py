@@ -160,8 +160,9 @@ def txn_batch(pid: int, epoch: int, sequence: int, values: list[bytes]) -> bytes
     return builder.build().to_bytes()
 
 
-def produce(sock, txn_id: str | None, topic: str, partition: int, records: bytes) -> Any:
-    cls, mod = _raw.request_class(ApiKey.PRODUCE, 9)
+def produce(sock, txn_id: str | None, topic: str, partition: int, records: bytes,
+            version: int = 9) -> Any:
+    cls, mod = _raw.request_class(ApiKey.PRODUCE, version)
     r = _raw.request(
         sock,
         cls(
@@ -297,6 +298,12 @@ def test_produce_is_verified_against_the_transaction(kafkalog_broker):
         refused = produce(sock, "tx", "t", 0, txn_batch(pid, epoch, 0, [b"stray"]))
         assert refused.error_code == E.invalid_txn_state
         assert refused.error_message == "Partition was not added to the transaction"
+        # from Produce v11 the coordinator's own answer, TRANSACTION_ABORTABLE (KIP-890), unexplained
+        newer = produce(sock, "tx", "t", 0, txn_batch(pid, epoch, 0, [b"stray"]), version=11)
+        assert (newer.error_code, newer.error_message) == (E.transaction_abortable, None)
+        # a topic that does not exist is answered before any verification
+        missing = produce(sock, "tx", "no-such", 0, txn_batch(pid, epoch, 0, [b"stray"]), version=11)
+        assert missing.error_code == E.unknown_topic_or_partition
         add_partitions(sock, "tx", pid, epoch, {"t": [0]})
         assert produce(sock, "tx", "t", 1, txn_batch(pid, epoch, 0, [b"x"])).error_code == E.invalid_txn_state
         stale = produce(sock, "tx", "t", 0, txn_batch(pid, epoch + 1, 0, [b"x"]))
@@ -328,8 +335,11 @@ def test_a_new_producer_fences_the_old_one_and_aborts_its_transaction(kafkalog_b
         assert (new.error_code, new.producer_id, new.producer_epoch) == (E.none, pid, epoch + 2)
         assert end_txn(sock, "tx", pid, epoch, True) == E.producer_fenced
         assert add_partitions(sock, "tx", pid, epoch, {"t": [0]}) == {("t", 0): E.producer_fenced}
-        late = produce(sock, None, "t", 0, txn_batch(pid, epoch, 1, [b"late"]))
-        assert late.error_code == E.invalid_producer_epoch  # the ABORT marker carried epoch + 1
+        late = produce(sock, "tx", "t", 0, txn_batch(pid, epoch, 1, [b"late"]))
+        assert late.error_code == E.invalid_producer_epoch  # fenced: the ABORT marker carried epoch + 1
+        # without its transactional id the request is refused before anything, as Kafka refuses it
+        anonymous = produce(sock, None, "t", 0, txn_batch(pid, epoch, 1, [b"late"]))
+        assert anonymous.error_code == E.transactional_id_authorization_failed
     assert values(broker, "t", 0, FetchIsolation.TXN_COMMITTED) == []
     log = broker.server.log_manager.get_log("t", 0)
     assert log.last_stable_offset == log.log_end_offset

@@ -389,9 +389,7 @@ def test_compacted_topic_needs_keys(magic: int, codec: CompressionType) -> None:
         # one batch per legacy message: the second batch fails on its own
         with pytest.raises(RecordValidationError, match=r"1 record errors.*batch 1 at position") as info:
             validate(data, target_magic=magic, compacted_topic=True)
-        assert info.value.record_errors == [
-            (0, "Compacted topic cannot accept message without key (offset 1)")
-        ]
+        assert info.value.record_errors == [(0, "Compacted topic cannot accept message without key")]
         return
     with pytest.raises(RecordValidationError, match=r"rejected due to 2 record errors") as info:
         validate(data, target_magic=magic, compacted_topic=True)
@@ -448,6 +446,28 @@ def test_timestamp_and_key_errors_together_are_a_timestamp_error() -> None:
     assert "without key" in info.value.record_errors[0][1]
 
 
+def test_record_errors_read_as_kafkas_log_validator_writes_them() -> None:
+    """The texts a producer gets (record errors and the top-level message) are Kafka's own, the
+    partition named; the exception's own message also says where in the append it was."""
+    records = [SimpleRecord(b"a", b"k", T0), SimpleRecord(b"bb", None, T0)]
+    with pytest.raises(RecordValidationError) as info:
+        validate(build(2, NONE, records), compacted_topic=True, topic_partition="cmp-0")
+    assert info.value.record_errors == [(1, "Compacted topic cannot accept message without key in topic "
+                                            "partition cmp-0")]
+    assert info.value.client_message == (
+        "One or more records have been rejected due to 1 record errors in total, and only showing the "
+        "first three errors at most: [RecordError(batchIndex=1, message='Compacted topic cannot accept "
+        "message without key in topic partition cmp-0')]")
+    assert "batch 0 at position 0" in str(info.value)
+    data = build(2, NONE, [SimpleRecord(b"vv", b"k", T0)], log_append_time=T0, timestamp_type=APPEND)
+    with pytest.raises(InvalidTimestampError) as ts_info:
+        validate(data, timestamp_type=APPEND)
+    expected = (f"Invalid timestamp type in message DefaultRecord(offset=0, timestamp={T0}, key=1 bytes, "
+                "value=2 bytes). Producer should not set timestamp type to LogAppendTime.")
+    assert ts_info.value.record_errors == [(0, expected)]
+    assert ts_info.value.client_message == "One or more records have been rejected due to invalid timestamp"
+
+
 def test_log_append_time_from_producers() -> None:
     # On a LogAppendTime topic a producer may not claim LogAppendTime.
     data = build(2, NONE, log_append_time=T0, timestamp_type=APPEND)
@@ -483,7 +503,8 @@ def test_inner_magic_must_match_wrapper() -> None:
     with pytest.raises(RecordValidationError, match=r"record errors") as info:
         validate(MemoryRecords(wrapper), target_magic=1)
     assert info.value.record_errors == [(1, info.value.record_errors[0][1])]
-    assert "magic 0, which does not match outer magic 1" in info.value.record_errors[0][1]
+    assert info.value.record_errors[0][1].startswith("Record LegacyRecordBatch(offset=1, Record(magic=0, ")
+    assert info.value.record_errors[0][1].endswith("'s magic does not match outer magic 1")
 
 
 def test_compressed_inner_message_is_invalid() -> None:

@@ -52,6 +52,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "auto.create.topics.enable": "true",
     "default.replication.factor": "1",  # one node: accepted, ignored
     "message.max.bytes": str(1024 * 1024 + 12),
+    "fetch.max.bytes": str(55 * 1024 * 1024),  # a fetch response's cap, whatever the request asks
     "socket.request.max.bytes": str(100 * 1024 * 1024),
     "socket.send.buffer.bytes": str(100 * 1024),
     "connections.max.idle.ms": "600000",
@@ -232,6 +233,7 @@ class KafkaConfig:
             "node.id",
             "num.partitions",
             "message.max.bytes",
+            "fetch.max.bytes",
             "socket.request.max.bytes",
             "connections.max.idle.ms",
             "log.retention.check.interval.ms",

@@ -22,6 +22,7 @@ _CODES: dict[type[BaseException], ErrorCode] = {
     errors.InvalidTimestampError: ErrorCode.invalid_timestamp,
     errors.RecordValidationError: ErrorCode.invalid_record,
     errors.InvalidRecordError: ErrorCode.invalid_record,
+    errors.UnknownCompressionTypeError: ErrorCode.unknown_server_error,
     errors.UnsupportedCompressionTypeError: ErrorCode.unsupported_compression_type,
     errors.UnsupportedForMessageFormatError: ErrorCode.unsupported_for_message_format,
     errors.OutOfOrderSequenceError: ErrorCode.out_of_order_sequence_number,

@@ -52,5 +52,9 @@ class MetadataCache:
     def contains(self, topic: str) -> bool:
         return self._log_manager.has_topic(topic)
 
+    def contains_partition(self, topic: str, partition: int) -> bool:
+        """Kafka's ``metadataCache.contains(topicPartition)``: the topic exists and has the partition."""
+        return self._log_manager.has_partition(topic, partition)
+
     def num_partitions(self, topic: str) -> int:
         return len(self._log_manager.partitions(topic))

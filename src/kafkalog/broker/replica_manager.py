@@ -21,10 +21,15 @@ from kio.schema.errors import ErrorCode
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.file_region import FileRegion
 from kafkalog.errors import (
+    CorruptRecordError,
     FencedLeaderEpochError,
     KafkaLogError,
+    KafkaStorageError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
     RecordValidationError,
     UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
 )
 from kafkalog.records.memory import MemoryRecords
 from kafkalog.storage.log import FetchIsolation, Log
@@ -41,6 +46,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# The append failures Kafka's appendToLocalLog answers without the partition's log start offset.
+_WITHOUT_LOG_START = (UnknownTopicOrPartitionError, RecordTooLargeError, RecordBatchTooLargeError,
+                      CorruptRecordError, KafkaStorageError)
 
 # Record bytes below this size are read into the response (pread) instead of sent with sendfile,
 # which first waits for the socket buffer to empty and then for the kernel to take every byte:
@@ -178,6 +187,10 @@ class ReplicaManager:
         response_callback(results)
 
     def _append_to_local_log(self, tp: TopicPartition, records: memoryview | None) -> PartitionResponse:
+        """Kafka's ``appendToLocalLog`` answers: a record validation failure names its records and
+        says why (the only message a failed append carries); other failures report the partition's
+        log start offset, except those Kafka answers without one (an unknown partition, a batch too
+        large or corrupt, a storage error)."""
         try:
             check_client_append(tp.topic)  # the coordinators append to their topics by their own path
             partition_log = self.get_log(tp)
@@ -186,20 +199,29 @@ class ReplicaManager:
                     ErrorCode.invalid_record, error_message="Null records in produce request"
                 )
             info = partition_log.append_as_leader(MemoryRecords(records))
+        except _WITHOUT_LOG_START as e:
+            return PartitionResponse(error_code_for(e))
         except RecordValidationError as e:
-            return PartitionResponse(
-                error_code_for(e), record_errors=tuple(e.record_errors), error_message=str(e)
-            )
+            return PartitionResponse(error_code_for(e), log_start_offset=self._log_start_offset(tp),
+                                     record_errors=tuple(e.record_errors), error_message=e.client_message)
         except KafkaLogError as e:
-            return PartitionResponse(error_code_for(e), error_message=str(e))
-        except Exception as e:
+            return PartitionResponse(error_code_for(e), log_start_offset=self._log_start_offset(tp))
+        except Exception:
             log.exception("Error appending to %s", tp)
-            return PartitionResponse(ErrorCode.unknown_server_error, error_message=str(e))
+            return PartitionResponse(ErrorCode.unknown_server_error,
+                                     log_start_offset=self._log_start_offset(tp))
         if info.last_offset >= info.first_offset >= 0:
             self._wake(tp)
         return PartitionResponse(
             ErrorCode.none, info.first_offset, info.log_append_time, info.log_start_offset
         )
+
+    def _log_start_offset(self, tp: TopicPartition) -> int:
+        """Kafka's ``processFailedRecord``: the partition's log start offset, -1 if it has no log."""
+        try:
+            return self.get_log(tp).log_start_offset
+        except KafkaLogError:
+            return -1
 
     # --- fetch -----------------------------------------------------------------------------------
 
@@ -259,8 +281,10 @@ class ReplicaManager:
         appends to these partitions, up to ``max_wait_ms`` (Kafka's DelayedFetch), and read again."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0, params.max_wait_ms) / 1000
+        delayed = False
         while True:
-            results, total, errors = self.read_from_local_log(params, fetch_infos)
+            results, total, errors = self.read_from_local_log(params, fetch_infos, delayed=delayed)
+            delayed = True
             remaining = deadline - loop.time()
             if (
                 total >= params.min_bytes
@@ -287,11 +311,13 @@ class ReplicaManager:
                             del self._waiters[tp]
 
     def read_from_local_log(
-        self, params: FetchParams, fetch_infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]]
+        self, params: FetchParams, fetch_infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]],
+        *, delayed: bool = False,
     ) -> tuple[list[tuple[TopicPartition, FetchPartitionData]], int, bool]:
         """(results, record bytes, whether any partition failed) — Kafka's ``readFromLog``: the first
         batch is returned even when larger than the limits, later partitions share what is left of
-        ``max_bytes``."""
+        ``max_bytes``. ``delayed``: the bytes count as Kafka's ``DelayedFetch`` counts them, each
+        partition's at most its ``partition_max_bytes``."""
         limit = params.max_bytes
         min_one_message = True
         total = 0
@@ -313,7 +339,7 @@ class ReplicaManager:
             if size > 0:
                 min_one_message = False
                 limit = max(0, limit - size)
-                total += size
+                total += min(size, info.partition_max_bytes) if delayed else size
             if data.error != ErrorCode.none:
                 errors = True
             if isinstance(data.records, FileRegion):
@@ -348,7 +374,9 @@ class ReplicaManager:
             log.exception("Error reading %s at offset %d", tp, info.fetch_offset)
             return FetchPartitionData(ErrorCode.unknown_server_error)
         records = fetch.records
-        size = records.size_in_bytes
+        # A first batch cut short by the limits (not the first partition's, which min_one_message
+        # returns whole) is no batch at all: Kafka's checkFetchDataInfo sends nothing for it.
+        size = 0 if fetch.first_entry_incomplete else records.size_in_bytes
         payload: bytes | FileRegion
         if size == 0:
             payload = b""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from kafkalog.errors import UnsupportedCompressionTypeError
+from kafkalog.errors import UnknownCompressionTypeError, UnsupportedCompressionTypeError
 
 # Every .log entry starts with offset i64 + size i32 (Records.LOG_OVERHEAD).
 LOG_OVERHEAD = 12
@@ -47,7 +47,7 @@ class CompressionType(IntEnum):
         try:
             return cls(codec_id)
         except ValueError:
-            raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec_id}") from None
+            raise UnknownCompressionTypeError(f"Unknown compression type id: {codec_id}") from None
 
     @classmethod
     def for_name(cls, name: str) -> CompressionType:

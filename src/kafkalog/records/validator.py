@@ -124,6 +124,8 @@ class ValidatorConfig:
     timestamp_after_max_ms: int = LONG_MAX
     compacted_topic: bool = False
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # "<topic>-<partition>" for the record errors' texts, as Kafka's name the partition
+    topic_partition: str | None = None
 
     def __post_init__(self) -> None:
         if self.target_magic not in (MAGIC_V0, MAGIC_V1, MAGIC_V2):
@@ -585,8 +587,8 @@ class LogValidator:
             if message.magic != batch.magic:
                 return _RecordError(
                     i,
-                    f"Record at offset {offset} has magic {message.magic}, which does not match outer "
-                    f"magic {batch.magic}",
+                    f"Record {self._record_text(recs, i)}'s magic does not match outer magic {batch.magic}"
+                    f"{self._in_partition()}",
                     False,
                 )
             # Only inner messages of a legacy wrapper have a CRC of their own to verify; a plain
@@ -598,9 +600,8 @@ class LogValidator:
                     f"{message.compute_checksum()})"
                 )
         if self._config.compacted_topic and recs.keys[i] is None:
-            return _RecordError(
-                i, f"Compacted topic cannot accept message without key (offset {offset})", False
-            )
+            return _RecordError(i, f"Compacted topic cannot accept message without key{self._in_partition()}",
+                                False)
         timestamp = recs.timestamps[i]
         config = self._config
         if config.timestamp_type is TimestampType.CREATE_TIME and timestamp != NO_TIMESTAMP:
@@ -618,11 +619,31 @@ class LogValidator:
             # and, on CreateTime topics, when its timestamp is -1; otherwise it passes the range check.
             return _RecordError(
                 i,
-                f"Invalid timestamp type in message with offset {offset}: producer should not set "
-                f"timestamp type to LogAppendTime (topic uses {config.timestamp_type})",
+                f"Invalid timestamp type in message {self._record_text(recs, i)}. Producer should not set "
+                "timestamp type to LogAppendTime.",
                 True,
             )
         return None
+
+    def _in_partition(self) -> str:
+        tp = self._config.topic_partition
+        return "" if tp is None else f" in topic partition {tp}"
+
+    @staticmethod
+    def _record_text(recs: _BatchRecords, i: int) -> str:
+        """A record as Kafka's ``toString`` shows it in a record error (DefaultRecord's form; a legacy
+        message's, LegacyRecord's)."""
+        key, value = recs.keys[i], recs.values[i]
+        key_size, value_size = (0 if key is None else len(key)), (0 if value is None else len(value))
+        sizes = f"key={key_size} bytes, value={value_size} bytes"
+        if recs.messages is None:
+            return f"DefaultRecord(offset={recs.offsets[i]}, timestamp={recs.timestamps[i]}, {sizes})"
+        m = recs.messages[i]
+        codec = m.compression_type.name.lower()
+        head = f"magic={m.magic}, attributes={m.attributes}, compression={codec}, crc={m.crc}"
+        if m.magic > 0:
+            head += f", {'LogAppendTime' if m.attributes & 0x08 else 'CreateTime'}={m.timestamp}"
+        return f"LegacyRecordBatch(offset={recs.offsets[i]}, Record({head}, {sizes}))"
 
     @staticmethod
     def _raise_record_errors(errors: list[_RecordError], batch_index: int, batch: RecordBatch) -> None:
@@ -632,15 +653,12 @@ class LogValidator:
         pairs = [(e.record_index, e.message) for e in errors]
         where = f"batch {batch_index} at position {batch.position}"
         if any(e.is_timestamp for e in errors):
-            raise InvalidTimestampError(
-                f"One or more records have been rejected due to invalid timestamp ({where}): {pairs[:3]}",
-                pairs,
-            )
-        raise RecordValidationError(
-            f"One or more records have been rejected due to {len(pairs)} record errors in total ({where}), "
-            f"showing at most the first three: {pairs[:3]}",
-            pairs,
-        )
+            client = "One or more records have been rejected due to invalid timestamp"
+            raise InvalidTimestampError(f"{client} ({where}): {pairs[:3]}", pairs, client)
+        shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index, text in pairs[:3])
+        client = (f"One or more records have been rejected due to {len(pairs)} record errors in total, and "
+                  f"only showing the first three errors at most: [{shown}]")
+        raise RecordValidationError(f"{client} ({where})", pairs, client)
 
     # --- path 1: uncompressed, in place -----------------------------------------------------------
 

@@ -169,7 +169,7 @@ class _AppendSettings:
     flush_ms: int
 
     @classmethod
-    def of(cls, c: LogConfig) -> _AppendSettings:
+    def of(cls, c: LogConfig, topic_partition: str) -> _AppendSettings:
         validator = ValidatorConfig(
             target_magic=c.target_magic,
             target_compression=c.compression,
@@ -179,6 +179,7 @@ class _AppendSettings:
             timestamp_after_max_ms=c.effective_message_timestamp_after_max_ms,
             compacted_topic=c.compact,
             max_message_bytes=c.max_message_bytes,
+            topic_partition=topic_partition,
         )
         return cls(c, validator, c.max_message_bytes, c.segment_bytes, c.max_segment_ms,
                    c.message_timestamp_type, c.flush_messages, c.flush_ms)
@@ -583,7 +584,7 @@ class Log:
     def _append_settings(self) -> _AppendSettings:
         settings = self._settings
         if settings is None or settings.source is not self._config:  # first append, or a new config
-            settings = self._settings = _AppendSettings.of(self._config)
+            settings = self._settings = _AppendSettings.of(self._config, f"{self.topic}-{self.partition}")
         return settings
 
     def append_as_leader(self, records: MemoryRecords, *, leader_epoch: int | None = None,

@@ -402,6 +402,10 @@ class LogManager:
         with self._lock:
             return any(t == topic for t, _ in self._logs)
 
+    def has_partition(self, topic: str, partition: int) -> bool:
+        with self._lock:
+            return (topic, partition) in self._logs
+
     def logs(self) -> list[Log]:
         """Every loaded partition log, sorted by topic and partition."""
         with self._lock:

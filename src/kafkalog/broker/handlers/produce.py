@@ -2,10 +2,13 @@
 the frame, check what Kafka's ``ProduceRequest.validateRecords`` checks, hand the partitions to
 ``ReplicaManager.append_records`` and answer from its callback — or not at all for acks=0.
 
-With an authorizer: transactional records need WRITE on the request's TRANSACTIONAL_ID (else every
-partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic WRITE on it (else its partitions
-get TOPIC_AUTHORIZATION_FAILED, before anything says whether it exists). A failed acks=0 request
-closes the connection, as any failed acks=0 produce does."""
+Kafka's order: transactional records need a transactional id (and, with an authorizer, WRITE on
+it), else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then per partition, with an
+authorizer WRITE on the topic (TOPIC_AUTHORIZATION_FAILED, before anything says whether it exists),
+the partition must exist (UNKNOWN_TOPIC_OR_PARTITION), its records pass ``validateRecords`` and, for
+a transactional batch, the transaction must hold the partition (KIP-890 verification). These
+refusals carry no error message, as Kafka's; only the log's record validation and the verification
+say more. A failed acks=0 request closes the connection, as any failed acks=0 produce does."""
 
 from __future__ import annotations
 
@@ -17,7 +20,6 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.acl import AclOperation, ResourceType
 from kafkalog.broker.auth_helper import (
-    authorization_failed_message,
     authorize,
     authorized_names,
     authorizer,
@@ -26,7 +28,7 @@ from kafkalog.broker.handlers import ApiHandler, register
 from kafkalog.broker.replica_manager import PartitionResponse, TopicPartition
 from kafkalog.broker.request import RequestContext
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
-from kafkalog.errors import CorruptRecordError, InvalidRequestError
+from kafkalog.errors import CorruptRecordError, InvalidRequestError, UnknownCompressionTypeError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.produce_request import (
     FIRST_TOPIC_ID,
@@ -45,42 +47,38 @@ from kafkalog.records.memory import iter_batches
 log = logging.getLogger(__name__)
 
 
+class _UnknownCodec(Exception):
+    """A pre-v7 request whose first batch names a codec no Kafka knows: Kafka's ``validateRecords``
+    asks for the codec there and its IllegalArgumentException fails the whole request."""
+
+
 def _validate_records(version: int, records: memoryview) -> PartitionResponse | None:
     """v3+ carries exactly one magic-2 batch; zstd needs v7+ (Kafka's ``ProduceRequest.validateRecords``,
     the batches read as its ``ByteBufferLogInputStream`` reads them: ``iter_batches(in_memory=True)``).
-    Bytes after the batch too few to be another are allowed: the log trims them, as Kafka's does."""
+    Bytes after the batch too few to be another are allowed: the log trims them, as Kafka's does.
+    The refusals carry no message, as Kafka's ``PartitionResponse(Errors.forException(e))``."""
     batches = iter_batches(records, in_memory=True)
     try:
         first = next(batches, None)
-        if first is None:
-            return _refused(
-                ErrorCode.invalid_record,
-                f"Produce requests with version {version} must have at least one record batch per partition",
-            )
-        if first.magic != MAGIC_V2:
-            return _refused(
-                ErrorCode.invalid_record,
-                f"Produce requests with version {version} are only allowed to contain record batches "
-                "with magic version 2",
-            )
-        if first.compression_type == CompressionType.ZSTD and version < 7:
-            return _refused(
-                ErrorCode.unsupported_compression_type,
-                f"Produce requests with version {version} are not allowed to use ZStandard compression",
-            )
+        if first is None or first.magic != MAGIC_V2:
+            return PartitionResponse(ErrorCode.invalid_record)
+        # From v7 the codec is not asked for here (the log's validation reads it).
+        if version < 7:
+            try:
+                codec = first.compression_type
+            except UnknownCompressionTypeError:
+                raise _UnknownCodec from None
+            if codec == CompressionType.ZSTD:
+                return PartitionResponse(ErrorCode.unsupported_compression_type)
         if next(batches, None) is not None:
-            return _refused(
-                ErrorCode.invalid_record,
-                f"Produce requests with version {version} are only allowed to contain exactly one "
-                "record batch per partition",
-            )
-    except CorruptRecordError as e:  # a size below any batch's, or a magic above 2
-        return _refused(ErrorCode.corrupt_message, str(e))
+            return PartitionResponse(ErrorCode.invalid_record)
+    except CorruptRecordError:  # a size below any batch's, or a magic above 2
+        return PartitionResponse(ErrorCode.corrupt_message)
     return None
 
 
 def _verify_transaction(
-    apis: Any, transactional_id: str, tp: TopicPartition, records: memoryview
+    apis: Any, version: int, transactional_id: str, tp: TopicPartition, records: memoryview
 ) -> PartitionResponse | None:
     """A transactional batch must belong to the Ongoing transaction that added this partition
     (Kafka's produce-side verification, KIP-890 part 1, ``transaction.partition.verification.enable``):
@@ -95,6 +93,10 @@ def _verify_transaction(
     if error == ErrorCode.none:
         return None
     if error == ErrorCode.invalid_txn_state:
+        # Kafka's coordinator says TRANSACTION_ABORTABLE; requests before v11 get INVALID_TXN_STATE
+        # (clients of then do not know the newer error), with this message.
+        if version > 10:
+            return PartitionResponse(ErrorCode.transaction_abortable)
         return _refused(ErrorCode.invalid_txn_state, "Partition was not added to the transaction")
     if error == ErrorCode.concurrent_transactions:  # retriable without a metadata refresh
         return _refused(
@@ -151,19 +153,12 @@ def _named_partitions(body: ProduceRequestData, cache: Any) -> dict[tuple[Any, i
     return named
 
 
-def _authorize_produce(
+def _authorize_topics(
     apis: Any, request: RequestContext, body: ProduceRequestData
-) -> tuple[list[TopicProduceData], list[tuple[Any, TopicPartition]]] | None:
-    """Kafka's checks before any record is looked at: transactional records need WRITE on the
-    TRANSACTIONAL_ID (None: refused, the whole request fails); each topic needs WRITE on it. The
-    topics that may be written, and the (topic key, partition) of those that may not. A topic id that
-    names no topic stays with the first: UNKNOWN_TOPIC_ID comes before authorization."""
-    transactional_id = body.transactional_id
-    if _has_transactional_records(body) and (
-        transactional_id is None
-        or not authorize(apis, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
-    ):
-        return None
+) -> tuple[list[TopicProduceData], list[tuple[Any, TopicPartition]]]:
+    """Each topic needs WRITE on it, before anything says whether it exists: the topics that may be
+    written, and the (topic key, partition) of those that may not. A topic id that names no topic
+    stays with the first: UNKNOWN_TOPIC_ID comes before authorization."""
     cache = apis.metadata_cache
     named = [(topic, _topic_name(topic, cache)) for topic in body.topics]
     names = (name for _, name in named if name is not None)
@@ -184,37 +179,48 @@ async def handle_produce_request(apis: Any, request: RequestContext, body: Produ
     cache = apis.metadata_cache
     topics: Sequence[TopicProduceData] = body.topics
     denied: list[tuple[Any, TopicPartition]] = []
+    transactional_id = body.transactional_id
+    # Transactional records need a transactional id (and WRITE on it, with an authorizer), else the
+    # whole request fails, as Kafka's handleProduceRequest fails it before anything else.
+    if _has_transactional_records(body) and (
+        transactional_id is None
+        or not authorize(apis, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+    ):
+        return _refuse_all(version, body, cache, ErrorCode.transactional_id_authorization_failed)
     if authorizer(apis) is not None:  # without an authorizer, this is all that authorization costs
-        authorized = _authorize_produce(apis, request, body)
-        if authorized is None:
-            return _refuse_all(version, body, cache, ErrorCode.transactional_id_authorization_failed)
-        topics, denied = authorized
+        topics, denied = _authorize_topics(apis, request, body)
     entries: dict[TopicPartition, memoryview | None] = {}
     invalid: dict[TopicPartition, PartitionResponse] = {}
     # (the topic as the client named it, partition index) -> partition: a partition named twice is
     # answered once, where first named (Kafka's maps by partition)
     order: dict[tuple[Any, int], TopicPartition] = {}
-    transactional_id = body.transactional_id
     verify = transactional_id is not None and apis.config.get_bool(
         "transaction.partition.verification.enable"
     )
-    for topic in topics:
-        name = _topic_name(topic, cache)
-        topic_key = _topic_key(topic)
-        for partition in topic.partitions:
-            key = TopicPartition(name if name is not None else "", partition.partition_index)
-            order.setdefault((topic_key, partition.partition_index), key)
-            if name is None:
-                invalid[key] = PartitionResponse(ErrorCode.unknown_topic_id)
-                continue
-            records = partition.records
-            failed = _validate_records(version, records) if records is not None else None
-            if failed is None and records is not None and verify and transactional_id is not None:
-                failed = _verify_transaction(apis, transactional_id, key, records)
-            if failed is not None:
-                invalid[key] = failed
-            else:
-                entries[key] = records
+    try:
+        for topic in topics:
+            name = _topic_name(topic, cache)
+            topic_key = _topic_key(topic)
+            for partition in topic.partitions:
+                key = TopicPartition(name if name is not None else "", partition.partition_index)
+                order.setdefault((topic_key, partition.partition_index), key)
+                if name is None:
+                    invalid[key] = PartitionResponse(ErrorCode.unknown_topic_id)
+                    continue
+                # Kafka's order: a partition that does not exist, before its records are looked at.
+                if not cache.contains_partition(name, partition.partition_index):
+                    invalid[key] = PartitionResponse(ErrorCode.unknown_topic_or_partition)
+                    continue
+                records = partition.records
+                failed = _validate_records(version, records) if records is not None else None
+                if failed is None and records is not None and verify and transactional_id is not None:
+                    failed = _verify_transaction(apis, version, transactional_id, key, records)
+                if failed is not None:
+                    invalid[key] = failed
+                else:
+                    entries[key] = records
+    except _UnknownCodec:
+        return _refuse_all(version, body, cache, ErrorCode.unknown_server_error)
     for topic_key, tp in denied:
         order.setdefault((topic_key, tp.partition), tp)
         invalid[tp] = PartitionResponse(ErrorCode.topic_authorization_failed)
@@ -237,9 +243,10 @@ def _close_on_failure(results: dict[TopicPartition, PartitionResponse]) -> None:
 
 
 def _refuse_all(version: int, body: ProduceRequestData, cache: Any, error: ErrorCode) -> list[Any] | None:
-    """Kafka's ``ProduceRequest.getErrorResponse``: every partition with the error and its message;
-    with acks=0 there is no answer to carry it, so the connection is closed."""
-    refused = PartitionResponse(error, error_message=authorization_failed_message(error))
+    """Kafka's ``ProduceRequest.getErrorResponse``: every partition with the error and no message
+    (``ApiError.fromThrowable`` drops a default text, and any for UNKNOWN_SERVER_ERROR); with acks=0
+    there is no answer to carry it, so the connection is closed."""
+    refused = PartitionResponse(error)
     order = _named_partitions(body, cache)
     results = dict.fromkeys(order.values(), refused)
     if body.acks == 0:
