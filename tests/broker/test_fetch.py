@@ -427,3 +427,38 @@ def test_fetch_max_bytes_caps_what_a_request_asks_for(tmp_path):
         assert 0 < sizes[0] <= 3000 and sizes[1] == 0  # cap2's first batch no longer fits
         whole = _fetch_many(sock, [("cap1", 0, 1 << 20)])
         assert len(list(MemoryRecords(whole.responses[0].partitions[0].records).batches())) == 1
+
+
+def test_a_fetcher_whose_log_diverged_is_told_where_to_truncate(tmp_path):
+    """Fetch v12+'s last_fetched_epoch, as Kafka's Partition.readRecords checks it: if this log's
+    end for that epoch is before the fetch offset (or the epoch is older here), no records but the
+    diverging (epoch, end offset); an epoch this log cannot place is OFFSET_OUT_OF_RANGE."""
+    from kafkalog.storage.log_manager import LogManager
+
+    with LogManager(tmp_path) as manager:
+        log = manager.create_topic("ep", 1)[0]
+        for epoch, n in ((0, 3), (2, 2)):  # epoch 0 holds offsets 0-2, epoch 2 offsets 3-4
+            log.append_as_leader(MemoryRecords(_batch(n)), leader_epoch=epoch)
+    with Broker(tmp_path) as b, _raw.connect(b.bootstrap_servers) as sock:
+        cls, mod = _raw.request_class(1, 12)
+
+        def fetch(offset, last_fetched_epoch):
+            partition = mod.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=offset,
+                                           last_fetched_epoch=last_fetched_epoch, log_start_offset=-1,
+                                           partition_max_bytes=1 << 20)
+            response = _raw.request(sock, cls(
+                replica_id=-1, max_wait=timedelta(milliseconds=500), min_bytes=1 << 20, max_bytes=1 << 20,
+                isolation_level=0, session_id=0, session_epoch=-1,
+                topics=(mod.FetchTopic(topic="ep", partitions=(partition,)),), forgotten_topics_data=(),
+                rack_id=""))
+            return response.responses[0].partitions[0]
+
+        for offset, epoch in ((4, 1), (4, 0)):
+            started = time.monotonic()
+            p = fetch(offset, epoch)
+            assert time.monotonic() - started < 0.4  # answered at once, not after max_wait
+            assert (p.error_code, bytes(p.records or b"")) == (ErrorCode.none, b"")
+            assert (p.diverging_epoch.epoch, p.diverging_epoch.end_offset) == (0, 3), (offset, epoch)
+        p = fetch(2, 0)  # consistent: records, no divergence
+        assert p.diverging_epoch.epoch == -1 and [r.offset for r in MemoryRecords(p.records).records()][0] == 0
+        assert fetch(9, 7).error_code == ErrorCode.offset_out_of_range

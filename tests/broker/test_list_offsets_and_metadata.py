@@ -181,6 +181,27 @@ def test_node_id_mismatch_is_a_startup_error(tmp_path):
         raise AssertionError("a broker with another node.id started on the directory")
 
 
+def test_an_empty_partition_has_its_leader_epoch_from_the_start(tmp_path):
+    """Kafka's makeLeader records the leader epoch as starting at the log end, so a partition no
+    one wrote to answers OffsetForLeaderEpoch (0 ends at 0) and ListOffsets with epoch 0, and its
+    leader-epoch-checkpoint holds that entry, as Kafka's does."""
+    with Broker(tmp_path) as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "fresh")
+        cls, mod = _raw.request_class(23, 3)
+        asked = mod.OffsetForLeaderTopic(topic="fresh", partitions=(
+            mod.OffsetForLeaderPartition(partition=0, current_leader_epoch=-1, leader_epoch=0),))
+        response = _raw.request(sock, cls(replica_id=-1, topics=(asked,)))
+        ((partition,),) = [t.partitions for t in response.topics]
+        assert (partition.error_code, partition.leader_epoch, partition.end_offset) == (ErrorCode.none, 0, 0)
+        list_offsets, list_mod = _raw.request_class(2, 7)
+        topics = (list_mod.ListOffsetsTopic(name="fresh", partitions=(
+            list_mod.ListOffsetsPartition(partition_index=0, timestamp=-1, current_leader_epoch=-1),)),)
+        answer = _raw.request(sock, list_offsets(replica_id=-1, isolation_level=0, topics=topics))
+        ((found,),) = [t.partitions for t in answer.topics]
+        assert (found.offset, found.leader_epoch) == (0, 0)
+    assert (tmp_path / "fresh-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+
+
 def test_a_directory_written_at_a_later_epoch_is_served_at_it(tmp_path):
     """A data directory whose partition was last led at epoch 7 (by Kafka, say): Metadata reports
     epoch 7, the broker's appends are stamped with 7, and the epoch history stays intact for

@@ -179,7 +179,8 @@ class KafkaServer:
 
     def _open_logs(self) -> LogManager:
         config = self.config
-        manager = LogManager(self.data_dir, default_config=config.log_config, node_id=config.node_id)
+        manager = LogManager(self.data_dir, default_config=config.log_config, node_id=config.node_id,
+                             lead=True)
         try:
             # compacted topics (``__consumer_offsets`` among them) are cleaned in the background
             manager.start_cleaner(CleanerConfig.from_broker_props(config.values))

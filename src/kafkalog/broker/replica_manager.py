@@ -25,6 +25,7 @@ from kafkalog.errors import (
     FencedLeaderEpochError,
     KafkaLogError,
     KafkaStorageError,
+    OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
     RecordValidationError,
@@ -88,6 +89,25 @@ class FetchPartitionInfo:
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1  # -1: not checked (before Fetch v9, or the client does not know)
+    last_fetched_epoch: int = -1  # Fetch v12+: the epoch of the last batch the fetcher has; -1 none
+
+
+def _diverging_epoch(tp: TopicPartition, partition_log: Log, info: FetchPartitionInfo,
+                     log_start: int) -> tuple[int, int] | None:
+    """Kafka's ``Partition.readRecords`` check of a fetch's last fetched epoch: where the fetcher's
+    log has diverged from this one, the (epoch, end offset) to truncate to instead of records."""
+    found = partition_log.end_offset_for_epoch(info.last_fetched_epoch)
+    if found is None:
+        raise OffsetOutOfRangeError(
+            f"Could not determine the end offset of the last fetched epoch {info.last_fetched_epoch} of {tp}")
+    if info.fetch_offset < log_start:
+        raise OffsetOutOfRangeError(
+            f"Received request for offset {info.fetch_offset} for {tp}, but we only have log segments "
+            f"starting from offset: {log_start}.")
+    epoch, end = found
+    if epoch < info.last_fetched_epoch or end < info.fetch_offset:
+        return epoch, end
+    return None
 
 
 def _check_current_leader_epoch(tp: TopicPartition, partition_log: Log, current_leader_epoch: int) -> None:
@@ -124,6 +144,7 @@ class FetchPartitionData:
     log_start_offset: int = -1
     records: bytes | FileRegion = b""
     aborted_transactions: list[tuple[int, int]] | None = None
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) the fetcher must truncate to
 
     @property
     def size(self) -> int:
@@ -288,7 +309,7 @@ class ReplicaManager:
             remaining = deadline - loop.time()
             if (
                 total >= params.min_bytes
-                or errors
+                or errors  # and a diverging epoch, which the fetcher must hear of at once
                 or remaining <= 0
                 or not fetch_infos
                 or self._shutting_down
@@ -340,7 +361,7 @@ class ReplicaManager:
                 min_one_message = False
                 limit = max(0, limit - size)
                 total += min(size, info.partition_max_bytes) if delayed else size
-            if data.error != ErrorCode.none:
+            if data.error != ErrorCode.none or data.diverging_epoch is not None:
                 errors = True
             if isinstance(data.records, FileRegion):
                 regions += 1
@@ -365,6 +386,11 @@ class ReplicaManager:
             high_watermark = partition_log.high_watermark
             last_stable = partition_log.last_stable_offset
             log_start = partition_log.log_start_offset
+            if info.last_fetched_epoch >= 0:
+                diverging = _diverging_epoch(tp, partition_log, info, log_start)
+                if diverging is not None:
+                    return FetchPartitionData(ErrorCode.none, high_watermark, last_stable, log_start,
+                                              diverging_epoch=diverging)
             fetch = partition_log.read(
                 info.fetch_offset, max(0, max_bytes), isolation=isolation, min_one_message=min_one_message
             )

@@ -8,8 +8,9 @@ Layout: throttle_time_ms int32; v7+ error_code int16, session_id int32; topics: 
 or topic_id uuid (v13+); partitions: partition_index int32, error_code int16, high_watermark int64,
 last_stable_offset int64, log_start_offset int64 (v5+), aborted_transactions nullable array of
 (producer_id int64, first_offset int64), preferred_read_replica int32 (v11+), records nullable
-bytes. From v12 compact encodings and tagged fields: from v16 (KIP-951) a partition's
-``CurrentLeader`` (tag 1: leader_id int32, leader_epoch int32) and the response's ``NodeEndpoints``
+bytes. From v12 compact encodings and tagged fields: a partition's ``DivergingEpoch`` (tag 0: epoch
+int32, end_offset int64) where given, from v16 (KIP-951) its ``CurrentLeader`` (tag 1: leader_id
+int32, leader_epoch int32) and the response's ``NodeEndpoints``
 (tag 0: node_id int32, host, port int32, rack) where given; no other tagged field is written (their
 defaults apply).
 """
@@ -48,6 +49,7 @@ _PARTITION = struct.Struct(">ihqq")
 _I64 = struct.Struct(">q")
 _ABORTED = struct.Struct(">qq")
 _CURRENT_LEADER = struct.Struct(">BBiiB")  # tag 1, size 9, leader id, leader epoch, no tagged fields
+_DIVERGING_EPOCH = struct.Struct(">BBiqB")  # tag 0, size 13, epoch, end offset, no tagged fields
 # Record bytes shorter than this are copied into the metadata chunk; longer ones become a chunk.
 _INLINE_MAX = 4096
 
@@ -74,6 +76,7 @@ class FetchPartitionResult(NamedTuple):  # a NamedTuple: built per partition per
     records: Records | None
     preferred_read_replica: int = -1
     current_leader: tuple[int, int] | None = None  # (leader id, leader epoch), v16+
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset), v12+
 
 
 class NodeEndpoint(NamedTuple):
@@ -148,11 +151,15 @@ def encode_fetch_response(
                     chunks.append(bytes(out))
                     chunks.append(bytes(records) if isinstance(records, bytearray | memoryview) else records)
                     out = bytearray()
-            if leaders and p.current_leader is not None:
-                out.append(1)  # one partition tagged field: CurrentLeader
-                out += _CURRENT_LEADER.pack(1, 9, p.current_leader[0], p.current_leader[1], 0)
-            elif flexible:
-                out.append(0)  # partition tagged fields
+            if flexible:
+                # the partition's tagged fields, in tag order
+                diverging = p.diverging_epoch
+                leader = p.current_leader if leaders else None
+                out.append((diverging is not None) + (leader is not None))
+                if diverging is not None:
+                    out += _DIVERGING_EPOCH.pack(0, 13, diverging[0], diverging[1], 0)
+                if leader is not None:
+                    out += _CURRENT_LEADER.pack(1, 9, leader[0], leader[1], 0)
         if flexible:
             out.append(0)  # topic tagged fields
     if leaders and node_endpoints:

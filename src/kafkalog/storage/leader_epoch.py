@@ -10,6 +10,9 @@ from kafkalog.errors import KafkaStorageError
 from kafkalog.storage.checkpoint import LEADER_EPOCH_CHECKPOINT_FILE, EpochEntry, LeaderEpochCheckpointFile
 from kafkalog.storage.filesystem import FileSystem
 
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
 
 class LeaderEpochCache:
     """(epoch, start offset) entries, epochs and offsets both increasing, persisted in Kafka's format."""
@@ -44,6 +47,23 @@ class LeaderEpochCache:
                 self._entries.pop()
             self._entries.append(EpochEntry(epoch, start_offset))
             self._dirty = True
+
+    def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(epoch, end offset) of ``requested_epoch`` (Kafka's ``endOffsetFor``): the latest epoch
+        ends at the log end; an older one where the next known epoch starts, reported as the
+        nearest known epoch at or below it (itself when none is known); an unknown or newer one
+        is undefined (-1, -1)."""
+        with self._lock:
+            entries = list(self._entries)
+        if requested_epoch == UNDEFINED_EPOCH or not entries:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if entries[-1].epoch == requested_epoch:
+            return requested_epoch, log_end_offset
+        higher = next((e for e in entries if e.epoch > requested_epoch), None)
+        if higher is None:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        floor = [e for e in entries if e.epoch <= requested_epoch]
+        return (floor[-1].epoch if floor else requested_epoch), higher.start_offset
 
     def latest_epoch(self) -> int | None:
         return self._entries[-1].epoch if self._entries else None

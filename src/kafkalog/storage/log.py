@@ -394,6 +394,28 @@ class Log:
             self._leader_epoch = latest  # kept: a truncation that empties the cache does not lower it
         return self._leader_epoch
 
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
+        """(epoch, end offset) of ``leader_epoch`` from the leader-epoch cache (Kafka's
+        ``endOffsetForEpoch``); None when undefined (no cache, an unknown epoch)."""
+        cache = self._leader_epoch_cache
+        if cache is None:
+            return None
+        epoch, end = cache.end_offset_for(leader_epoch, self.log_end_offset)
+        return None if end < 0 else (epoch, end)
+
+    def become_leader(self) -> None:
+        """What Kafka's ``Partition.makeLeader`` does to the log: its leader epoch starts at the log
+        end (``maybeAssignEpochStartOffset``), so that even an empty partition answers
+        OffsetForLeaderEpoch and ListOffsets with its epoch. Nothing changes when the cache already
+        holds that epoch or a later one."""
+        cache = self._leader_epoch_cache
+        if cache is None:
+            return
+        with self._lock:
+            self._check_writable()
+            cache.assign(self.leader_epoch, self.log_end_offset)
+            cache.flush()
+
     def __repr__(self) -> str:
         return (f"Log({self._dir.name}, start={self._log_start_offset}, end={self._end.offset}, "
                 f"segments={len(self._segments)})")

@@ -194,8 +194,12 @@ class LogManager:
         node_id: int = DEFAULT_NODE_ID,
         cluster_id: str | None = None,
         progress: ProgressCallback | None = None,
+        lead: bool = False,
     ) -> None:
         """Open (in writable mode: create) ``data_dir`` and load every partition in it.
+
+        ``lead``: as a broker that leads every partition, each log opened or created records its
+        leader epoch as starting at its end (``Log.become_leader``, Kafka's ``makeLeader``).
 
         ``force_recovery`` loads as after a crash even if the clean-shutdown marker is present;
         ``full_recovery`` additionally ignores the recovery-point checkpoint, so every segment is
@@ -214,6 +218,7 @@ class LogManager:
         self._dir_lock: DataDirLock | None = None
         self._cleaner: LogCleaner | None = None
         self._had_clean_shutdown = False
+        self._lead = lead and not read_only
         self._prepare_dir(node_id, cluster_id)
         try:
             self._load(force_recovery, full_recovery, progress)
@@ -319,6 +324,8 @@ class LogManager:
             except KafkaLogError as e:
                 raise KafkaStorageError(f"Error while loading partition {topic}-{partition} from "
                                         f"{directory}: {e}") from e
+            if self._lead:
+                loaded.become_leader()
             self._logs[(topic, partition)] = loaded
             self._topic_configs[topic] = config
             if progress is not None:
@@ -455,6 +462,8 @@ class LogManager:
         try:
             # Log.open writes partition.metadata with the topic id, before any append (as Kafka does).
             created = Log.open(directory, config, time=self._time, topic_id=topic_id)
+            if self._lead:
+                created.become_leader()
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise

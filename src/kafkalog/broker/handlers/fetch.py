@@ -9,7 +9,9 @@ the client starts over with a full fetch. Topics are named by id from v13 (UNKNO
 unknown). A partition of an unknown topic, one the client may not read, or one that does not exist
 is answered after the others and does not cut a long-poll short, as Kafka's "erroneous" partitions.
 This node has no followers: a replica's fetch (replica id ≥ 0) gets NOT_LEADER_OR_FOLLOWER (or
-UNKNOWN_LEADER_EPOCH) per partition. ``fetch.max.bytes`` caps a request's ``max_bytes``. From v16 a
+UNKNOWN_LEADER_EPOCH) per partition. ``fetch.max.bytes`` caps a request's ``max_bytes``. A partition
+whose ``last_fetched_epoch`` (v12+) shows the fetcher's log diverged gets no records but the
+``diverging_epoch`` to truncate to (Kafka's ``Partition.readRecords``). From v16 a
 partition that fails with FENCED_LEADER_EPOCH (or NOT_LEADER_OR_FOLLOWER) names its current leader
 and epoch, and the response that leader's endpoint (KIP-951), as Kafka's ``handleFetchRequest``.
 """
@@ -132,7 +134,8 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
             named[(key, p.partition)] = tp
             if tp is not None:
                 infos[tp] = FetchPartitionInfo(p.fetch_offset, p.partition_max_bytes,
-                                               getattr(p, "current_leader_epoch", -1))
+                                               getattr(p, "current_leader_epoch", -1),
+                                               getattr(p, "last_fetched_epoch", -1))
     # Kafka's "erroneous" partitions (an unknown topic id, a topic it may not read, a partition that
     # does not exist) are answered after the others and never hold a long-poll back.
     erroneous: dict[TopicPartition, FetchPartitionData] = {}
@@ -181,6 +184,7 @@ async def handle_fetch_request(apis: Any, request: RequestContext, body: Any) ->
                 aborted_transactions=data.aborted_transactions,
                 records=data.records,
                 current_leader=current_leader,
+                diverging_epoch=data.diverging_epoch,
             )
         )
     endpoints: tuple[NodeEndpoint, ...] = ()

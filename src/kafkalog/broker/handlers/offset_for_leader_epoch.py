@@ -25,32 +25,14 @@ from kafkalog.protocol.codec import response_type
 UNDEFINED = -1
 
 
-def end_offset_for(
-    entries: list[tuple[int, int]], requested_epoch: int, log_end_offset: int
-) -> tuple[int, int]:
-    """(epoch, end offset) for ``requested_epoch`` given (epoch, start offset) entries in order."""
-    if requested_epoch == UNDEFINED or not entries:
-        return UNDEFINED, UNDEFINED
-    if entries[-1][0] == requested_epoch:
-        return requested_epoch, log_end_offset
-    higher = next((e for e in entries if e[0] > requested_epoch), None)
-    if higher is None:
-        return UNDEFINED, UNDEFINED
-    floor = [e for e in entries if e[0] <= requested_epoch]
-    return (floor[-1][0] if floor else requested_epoch), higher[1]
-
-
 def _lookup(
     apis: Any, tp: TopicPartition, epoch: int, current_leader_epoch: int
 ) -> tuple[ErrorCode, int, int]:
     try:
-        partition_log = apis.replica_manager.get_log(tp, current_leader_epoch)
-        cache = partition_log.leader_epoch_cache
-        entries = [(e.epoch, e.start_offset) for e in cache.entries] if cache is not None else []
-        found_epoch, end = end_offset_for(entries, epoch, partition_log.log_end_offset)
+        found = apis.replica_manager.get_log(tp, current_leader_epoch).end_offset_for_epoch(epoch)
     except KafkaLogError as e:
         return error_code_for(e), UNDEFINED, UNDEFINED
-    return ErrorCode.none, found_epoch, end
+    return (ErrorCode.none, *found) if found is not None else (ErrorCode.none, UNDEFINED, UNDEFINED)
 
 
 @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4)
