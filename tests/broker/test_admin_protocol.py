@@ -334,3 +334,128 @@ def test_describe_topic_partitions_pages_in_name_order(broker):
         assert [(p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes)) for p in topic.partitions] == [
             (1, (1,), (1,))
         ] * 3
+
+
+def _create_many(sock, topics, version=7):
+    """CreateTopics of [(name, partitions, replication factor, assignments, configs), ...]."""
+    cls, mod = _raw.request_class(19, version)
+    def topic(name, n, rf, assignments, configs):
+        return mod.CreatableTopic(
+            name=name, num_partitions=n, replication_factor=rf,
+            assignments=tuple(mod.CreatableReplicaAssignment(partition_index=i, broker_ids=tuple(b))
+                              for i, b in assignments),
+            configs=tuple(mod.CreatableTopicConfig(name=k, value=v) for k, v in configs))
+
+    request = cls(topics=tuple(topic(*t) for t in topics), timeout=TIMEOUT, validate_only=False)
+    return [(t.name, t.error_code, t.error_message) for t in _raw.request(sock, request).topics]
+
+
+def test_create_topics_checks_in_kafkas_controller_order(broker):
+    """ControllerApis/ReplicationControlManager: a name given twice gets one refusal after the
+    others; then the name, that the topic is new, its configs, and only then replication and
+    partitions (a manual assignment checked replica by replica)."""
+    node = broker.server.apis.node_id
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        assert _create(sock, "exists.a").error_code == ErrorCode.none
+        answers = _create_many(sock, [("dup", 1, -1, (), ()), ("dup", 1, -1, (), ()),
+                                      ("fresh", 1, -1, (), ())])
+        assert answers == [("fresh", ErrorCode.none, None),
+                           ("dup", ErrorCode.invalid_request, "Duplicate topic name.")]
+        already = ("exists.a", ErrorCode.topic_already_exists, "Topic 'exists.a' already exists.")
+        for n, rf, configs in ((1, 3, ()), (0, -1, ()), (1, -1, (("no.such.config", "1"),))):
+            assert _create_many(sock, [("exists.a", n, rf, (), configs)]) == [already]
+        bad_name = _create_many(sock, [("bad name", 1, 3, (), ())])
+        assert bad_name[0][1] == ErrorCode.invalid_topic_exception
+        for rf, n, code, text in (
+                (0, 1, ErrorCode.invalid_replication_factor,
+                 "Replication factor must be larger than 0, or -1 to use the default value."),
+                (-2, 1, ErrorCode.invalid_replication_factor,
+                 "Replication factor must be larger than 0, or -1 to use the default value."),
+                (3, 0, ErrorCode.invalid_partitions,
+                 "Number of partitions was set to an invalid non-positive value."),
+                (3, 1, ErrorCode.invalid_replication_factor,
+                 "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be "
+                 "reached because only 1 broker(s) are registered.")):
+            assert _create_many(sock, [("rf", n, rf, (), ())]) == [("rf", code, text)]
+        for assignments, code, text in (
+                (((0, [node]), (0, [node])), ErrorCode.invalid_replica_assignment,
+                 "Found multiple manual partition assignments for partition 0"),
+                (((0, []),), ErrorCode.invalid_replica_assignment,
+                 "The manual partition assignment includes an empty replica list."),
+                (((0, [node + 6]),), ErrorCode.invalid_replica_assignment,
+                 f"The manual partition assignment includes broker {node + 6}, but no such broker is "
+                 "registered."),
+                (((0, [node, node]),), ErrorCode.invalid_replica_assignment,
+                 f"The manual partition assignment includes the broker {node} more than once."),
+                (((1, [node]),), ErrorCode.invalid_replica_assignment,
+                 "partitions should be a consecutive 0-based integer sequence")):
+            assert _create_many(sock, [("assigned", -1, -1, assignments, ())]) == [("assigned", code, text)]
+        assert _create_many(sock, [("assigned", 3, -1, ((0, [node]),), ())])[0][2] == (
+            "A manual partition assignment was specified, but numPartitions was not set to -1.")
+        two = _create_many(sock, [("assigned", -1, -1, ((0, [node]), (1, [node])), ())])
+        assert two[0][1] == ErrorCode.none
+
+
+def test_replication_factor_minus_one_is_the_brokers_default(tmp_path):
+    with Broker(tmp_path, configs={"default.replication.factor": "3"}) as b, \
+            _raw.connect(b.bootstrap_servers) as sock:
+        refused = _create(sock, "three")
+        assert refused.error_code == ErrorCode.invalid_replication_factor
+        assert _create(sock, "one", replication_factor=1).error_code == ErrorCode.none
+
+
+def _delete_many(sock, entries, version=6):
+    cls, mod = _raw.request_class(20, version)
+    if version >= 6:
+        states = tuple(mod.DeleteTopicState(name=n, topic_id=i or uuid.UUID(int=0)) for n, i in entries)
+        request = cls(topics=states, timeout=TIMEOUT)
+    else:
+        request = cls(topic_names=tuple(n for n, _ in entries), timeout=TIMEOUT)
+    zero = uuid.UUID(int=0)
+    return [(r.name, (r.topic_id or zero) if version >= 6 else None, r.error_code,
+             getattr(r, "error_message", None)) for r in _raw.request(sock, request).responses]
+
+
+def test_delete_topics_refuses_what_kafkas_controller_refuses(broker):
+    zero = uuid.UUID(int=0)
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        for name in ("del.a", "del.b"):
+            assert _create(sock, name).error_code == ErrorCode.none
+        ids = _metadata_topic_ids(sock)
+        answers = _delete_many(sock, [("del.a", None), ("del.a", None), (None, ids["del.b"]),
+                                      ("del.b", None), (None, None), ("del.b", ids["del.b"])])
+        assert sorted(answers, key=str) == sorted([
+            (None, zero, ErrorCode.invalid_request, "Neither topic name nor id were specified."),
+            ("del.b", ids["del.b"], ErrorCode.invalid_request,
+             "You may not specify both topic name and topic id."),
+            ("del.a", zero, ErrorCode.invalid_request, "Duplicate topic name."),
+            ("del.b", ids["del.b"], ErrorCode.invalid_request,
+             "The provided topic name maps to an ID that was already supplied."),
+        ], key=str)
+        assert {"del.a", "del.b"} <= set(_metadata_topic_ids(sock))  # nothing was deleted
+        unknown = _delete_many(sock, [("no.such", None), (None, uuid.UUID(int=7))])
+        assert unknown == [("no.such", zero, ErrorCode.unknown_topic_or_partition,
+                            "This server does not host this topic-partition."),
+                           (None, uuid.UUID(int=7), ErrorCode.unknown_topic_id,
+                            "This server does not host this topic ID.")]
+
+
+def test_delete_topic_enable_false_deletes_nothing(tmp_path):
+    with Broker(tmp_path, configs={"delete.topic.enable": "false"}) as b, \
+            _raw.connect(b.bootstrap_servers) as sock:
+        assert _create(sock, "kept").error_code == ErrorCode.none
+        assert _delete_many(sock, [("kept", None)])[0][2] == ErrorCode.topic_deletion_disabled
+        old = _delete_many(sock, [("kept", None)], version=2)
+        assert old == [("kept", None, ErrorCode.invalid_request, None)]
+        assert "kept" in _metadata_topic_ids(sock)
+
+
+def test_delete_records_refuses_internal_topics(broker):
+    from kafkalog.broker.replica_manager import TopicPartition
+
+    log_manager = broker.server.log_manager
+    if not log_manager.has_topic("__consumer_offsets"):
+        log_manager.create_topic("__consumer_offsets", 1, {"cleanup.policy": "compact"})
+    rm = broker.server.apis.replica_manager
+    assert rm.delete_records({TopicPartition("__consumer_offsets", 0): -1}) == {
+        TopicPartition("__consumer_offsets", 0): (ErrorCode.invalid_topic_exception, -1)}

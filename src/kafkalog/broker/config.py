@@ -50,7 +50,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
-    "default.replication.factor": "1",  # one node: accepted, ignored
+    "delete.topic.enable": "true",
+    "default.replication.factor": "1",  # what CreateTopics' replication factor -1 means
     "message.max.bytes": str(1024 * 1024 + 12),
     "fetch.max.bytes": str(55 * 1024 * 1024),  # a fetch response's cap, whatever the request asks
     "socket.request.max.bytes": str(100 * 1024 * 1024),
@@ -242,6 +243,7 @@ class KafkaConfig:
         ):
             self.get_int(name)
         self.get_bool("auto.create.topics.enable")
+        self.get_bool("delete.topic.enable")
         self.get_bool("transaction.partition.verification.enable")
         for name in (
             "num.partitions",

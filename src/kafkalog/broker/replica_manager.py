@@ -34,7 +34,7 @@ from kafkalog.errors import (
 )
 from kafkalog.records.memory import MemoryRecords
 from kafkalog.storage.log import FetchIsolation, Log
-from kafkalog.storage.log_file_utils import check_client_append
+from kafkalog.storage.log_file_utils import INTERNAL_TOPICS, check_client_append
 from kafkalog.storage.log_manager import LogManager
 
 __all__ = [
@@ -279,6 +279,9 @@ class ReplicaManager:
         (-1: the high watermark) and delete the segments wholly below it; (error, low watermark)."""
         results: dict[TopicPartition, tuple[ErrorCode, int]] = {}
         for tp, offset in offsets.items():
+            if tp.topic in INTERNAL_TOPICS:  # their records are the coordinators' state
+                results[tp] = (ErrorCode.invalid_topic_exception, -1)
+                continue
             try:
                 partition_log = self.get_log(tp)
                 # -1 is the high watermark; the log refuses a compacted topic, then a negative offset

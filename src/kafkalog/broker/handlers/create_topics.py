@@ -31,6 +31,7 @@ from kafkalog.errors import KafkaLogError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
 from kafkalog.storage.config import LogConfig
+from kafkalog.storage.log_file_utils import validate_topic_name
 from kafkalog.storage.log_manager import LogManager
 from kafkalog.storage.partition_dirs import METADATA_TOPIC
 
@@ -43,44 +44,77 @@ class _Refused(Exception):
         self.code = code
 
 
+def _assigned_partitions(apis: Any, topic: Any) -> int:
+    """A manual assignment's partition count, checked as Kafka's controller checks it
+    (``ReplicationControlManager.createTopic`` and ``validateManualPartitionAssignment``)."""
+    if topic.replication_factor != -1:
+        raise _Refused(ErrorCode.invalid_request, "A manual partition assignment was specified, but "
+                       "replication factor was not set to -1.")
+    if topic.num_partitions != -1:
+        raise _Refused(ErrorCode.invalid_request,
+                       "A manual partition assignment was specified, but numPartitions was not set to -1.")
+    seen: set[int] = set()
+    replicas: int | None = None
+    for a in topic.assignments:
+        if a.partition_index in seen:
+            raise _Refused(ErrorCode.invalid_replica_assignment,
+                           f"Found multiple manual partition assignments for partition {a.partition_index}")
+        seen.add(a.partition_index)
+        brokers = sorted(a.broker_ids)
+        if not brokers:
+            raise _Refused(ErrorCode.invalid_replica_assignment,
+                           "The manual partition assignment includes an empty replica list.")
+        for i, broker in enumerate(brokers):
+            if broker != apis.node_id:
+                raise _Refused(ErrorCode.invalid_replica_assignment,
+                               f"The manual partition assignment includes broker {broker}, but no such "
+                               "broker is registered.")
+            if i and broker == brokers[i - 1]:
+                raise _Refused(ErrorCode.invalid_replica_assignment,
+                               f"The manual partition assignment includes the broker {broker} more than "
+                               "once.")
+        if replicas is not None and len(brokers) != replicas:
+            raise _Refused(ErrorCode.invalid_replica_assignment,
+                           f"The manual partition assignment includes a partition with {len(brokers)} "
+                           "replica(s), but this is not consistent with previous partitions, which have "
+                           f"{replicas} replica(s).")
+        replicas = len(brokers)
+    if seen != set(range(len(seen))):
+        raise _Refused(ErrorCode.invalid_replica_assignment,
+                       "partitions should be a consecutive 0-based integer sequence")
+    return len(seen)
+
+
 def _partition_count(apis: Any, topic: Any) -> int:
-    """How many partitions ``topic`` asks for, after the replication checks of one node."""
-    node = apis.node_id
+    """How many partitions ``topic`` asks for, after the replication checks of one node (in Kafka's
+    controller's order: a manual assignment, else the replication factor -- -1 is the broker's
+    ``default.replication.factor`` -- and the partition count)."""
     if topic.assignments:
-        if topic.num_partitions != -1 or topic.replication_factor != -1:
-            raise _Refused(
-                ErrorCode.invalid_request,
-                "Both numPartitions or replicationFactor and replicasAssignments were set. "
-                "Both cannot be used at the same time.",
-            )
-        indexes = sorted(a.partition_index for a in topic.assignments)
-        if indexes != list(range(len(indexes))):
-            raise _Refused(
-                ErrorCode.invalid_replica_assignment,
-                f"Partitions in the replica assignment must be 0..{len(indexes) - 1}, got {indexes}",
-            )
-        for a in topic.assignments:
-            if list(a.broker_ids) != [node]:
-                raise _Refused(
-                    ErrorCode.invalid_replica_assignment,
-                    f"Replica assignment {list(a.broker_ids)} of partition {a.partition_index} "
-                    f"names brokers other than the only broker, {node}",
-                )
-        return len(indexes)
-    if topic.replication_factor not in (-1, 1):
-        raise _Refused(
-            ErrorCode.invalid_replication_factor,
-            f"Unable to replicate the partition {topic.replication_factor} time(s): The target "
-            f"replication factor of {topic.replication_factor} cannot be reached because only 1 "
-            "broker(s) are registered.",
-        )
-    if topic.num_partitions == -1:
-        return int(apis.config.num_partitions)
-    if topic.num_partitions < 1:
+        return _assigned_partitions(apis, topic)
+    if topic.replication_factor < -1 or topic.replication_factor == 0:
+        raise _Refused(ErrorCode.invalid_replication_factor,
+                       "Replication factor must be larger than 0, or -1 to use the default value.")
+    if topic.num_partitions < -1 or topic.num_partitions == 0:
         raise _Refused(
             ErrorCode.invalid_partitions, "Number of partitions was set to an invalid non-positive value."
         )
-    return int(topic.num_partitions)
+    replication = (apis.config.get_int("default.replication.factor") if topic.replication_factor == -1
+                   else topic.replication_factor)
+    if replication > 1:
+        raise _Refused(
+            ErrorCode.invalid_replication_factor,
+            f"Unable to replicate the partition {replication} time(s): The target replication factor of "
+            f"{replication} cannot be reached because only 1 broker(s) are registered.",
+        )
+    return int(apis.config.num_partitions) if topic.num_partitions == -1 else int(topic.num_partitions)
+
+
+def _check_new_topic(apis: Any, topic: Any) -> None:
+    """What Kafka's controller checks before the partitions: the name, that it is new, its configs."""
+    validate_topic_name(topic.name)
+    if apis.metadata_cache.contains(topic.name):
+        raise _Refused(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
+    LogConfig.from_props(_configs(topic), apis.log_manager.default_config)
 
 
 def _configs(topic: Any) -> dict[str, str]:
@@ -156,8 +190,13 @@ async def handle_create_topics_request(apis: Any, request: RequestContext, body:
         return build(cls, throttle_time=ZERO_DELAY, topics=refused)
     results = []
     unauthorized = []  # answered after the others, as Kafka's controller appends them
+    # Each name given more than once: one refusal, after the topics created (Kafka's ControllerApis).
+    duplicates = [_result(result_cls, name, ErrorCode.invalid_request, "Duplicate topic name.")
+                  for name, n in counts.items() if n > 1]
     for topic in body.topics:
-        if counts[topic.name] == 1 and topic.name == METADATA_TOPIC:
+        if counts[topic.name] > 1:
+            continue
+        if topic.name == METADATA_TOPIC:
             prohibited = f"Creation of internal topic {METADATA_TOPIC} is prohibited."
             results.append(_result(result_cls, topic.name, ErrorCode.invalid_request, prohibited))
             continue
@@ -169,10 +208,7 @@ async def handle_create_topics_request(apis: Any, request: RequestContext, body:
         error, message, partitions, config_entries = ErrorCode.none, None, -1, ()
         topic_id = ZERO_UUID
         try:
-            if counts[topic.name] > 1:
-                raise _Refused(
-                    ErrorCode.invalid_request, f"Duplicate topic name {topic.name} in the request."
-                )
+            _check_new_topic(apis, topic)
             partitions = _partition_count(apis, topic)
             log_manager.create_topic(
                 topic.name, partitions, _configs(topic), validate_only=body.validate_only
@@ -225,4 +261,4 @@ async def handle_create_topics_request(apis: Any, request: RequestContext, body:
                 configs=config_entries,
             )
         )
-    return build(cls, throttle_time=ZERO_DELAY, topics=(*results, *unauthorized))
+    return build(cls, throttle_time=ZERO_DELAY, topics=(*results, *duplicates, *unauthorized))
