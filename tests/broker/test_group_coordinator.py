@@ -476,3 +476,74 @@ def test_a_new_member_whose_join_waits_too_long_is_removed():
         assert again.error == 0 and again.members == ((a.member_id, None, b"sub-range"),)
 
     run(main())
+
+
+def test_a_member_refused_for_the_group_size_does_not_hold_the_next_rebalance():
+    """Kafka removes the member it refuses with GROUP_MAX_SIZE_REACHED (a pending one too) and
+    answers without a member id: the next rebalance does not wait out its rebalance timeout."""
+    async def main():
+        c = GroupCoordinator(GroupConfig(10, 60000, 0, max_size=1))
+        a_first = await join(c, rebalance_ms=8000)
+        c_first = await join(c, rebalance_ms=8000)
+        parked = asyncio.ensure_future(join(c, a_first.member_id, rebalance_ms=8000))
+        await asyncio.sleep(0.05)
+        refused = await join(c, c_first.member_id, rebalance_ms=8000)
+        assert (refused.error, refused.member_id) == (E.group_max_size_reached, "")
+        assert c_first.member_id not in c.groups["g"].pending_members
+        a = await parked
+        await sync(c, a, {a.member_id: b"A"})
+        started = asyncio.get_running_loop().time()
+        again = await join(c, a.member_id, rebalance_ms=8000)  # the leader's rejoin: a new generation
+        assert again.generation_id == 2
+        assert asyncio.get_running_loop().time() - started < 1.0
+
+    run(main(), timeout=20)
+
+
+def test_an_instance_id_not_mapped_to_a_member_is_an_unknown_member():
+    """Kafka's validateCurrentMember: a group_instance_id must be known and mapped to the member id."""
+    async def main():
+        c = GroupCoordinator(FAST)
+        r = await join_new(c)
+        await sync(c, r, {r.member_id: b"A"})
+        assert c.handle_heartbeat("g", r.member_id, "ghost", r.generation_id) == E.unknown_member_id
+        s = await c.handle_sync_group("g", r.generation_id, r.member_id, "ghost", None, None, [])
+        assert s.error == E.unknown_member_id
+        j = await join(c, r.member_id, instance="ghost")
+        assert j.error == E.unknown_member_id and c.groups["g"].generation_id == 1  # no rebalance
+        assert c.validate_txn_offset_commit("g", r.member_id, r.generation_id, "ghost") == E.unknown_member_id
+        assert c.validate_txn_offset_commit("g", r.member_id, r.generation_id, None) == 0
+
+    run(main())
+
+
+def test_transactional_commits_are_checked_as_kafkas_validate_offset_commit():
+    async def main():
+        c = GroupCoordinator(FAST)
+        # generation -1 on an Empty (new) group: accepted whatever member id is named
+        assert c.validate_txn_offset_commit("new1", "m1", -1, None) == 0
+        # a generation named: the member must be current
+        assert c.validate_txn_offset_commit("new2", "", 0, None) == E.unknown_member_id
+        r = await join_new(c)
+        await sync(c, r, {r.member_id: b"A"})
+        # an anonymous transactional commit is not refused by a group with members (KIP-447's older
+        # producers send no group metadata), unlike a plain commit
+        assert c.validate_txn_offset_commit("g", "", -1, None) == 0
+        assert c.validate_offset_commit("g", "", -1, None) == E.unknown_member_id
+
+    run(main())
+
+
+def test_a_parked_join_of_a_member_that_left_gets_no_member_id():
+    async def main():
+        c = GroupCoordinator(FAST)
+        a = await join_new(c)
+        await sync(c, a, {a.member_id: b"A"})
+        b_first = await join(c)
+        parked = asyncio.ensure_future(join(c, b_first.member_id))
+        await asyncio.sleep(0.05)
+        assert c.handle_leave_group("g", [(b_first.member_id, None)]) == (0, [0])
+        left = await parked
+        assert (left.error, left.member_id) == (E.unknown_member_id, "")
+
+    run(main())

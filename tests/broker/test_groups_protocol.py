@@ -277,3 +277,91 @@ def test_group_survives_a_broker_restart(tmp_path):
         assert heartbeat(sock, 4, "kept", r.generation_id, r.member_id) == E.none
         s = _raw.request(sock, sync_req(5, r, "kept"))
         assert (s.error_code, s.assignment) == (E.none, b"mine")
+
+
+def _subscription(topics: list[str]) -> bytes:
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+    return ConsumerProtocolSubscription(version=0, topics=topics, user_data=None).encode(version=0)
+
+
+def _offset_delete(sock, group: str, topic: str) -> tuple[int, list[int]]:
+    cls, mod = _raw.request_class(ApiKey.OFFSET_DELETE, 0)
+    body = cls(group_id=group, topics=(mod.OffsetDeleteRequestTopic(
+        name=topic, partitions=(mod.OffsetDeleteRequestPartition(partition_index=0),)),))
+    response = _raw.request(sock, body)
+    return response.error_code, [p.error_code for t in response.topics for p in t.partitions]
+
+
+def _create_topic(sock, topic: str) -> None:
+    cls, mod = _raw.request_class(ApiKey.CREATE_TOPICS, 5)
+    _raw.request(sock, cls(topics=(mod.CreatableTopic(name=topic, num_partitions=1, replication_factor=-1,
+                                                      assignments=(), configs=()),),
+                           timeout=10 * SECOND, validate_only=False))
+
+
+@pytest.mark.kafkalog_broker_config({"group.initial.rebalance.delay.ms": 0})
+def test_offset_delete_takes_the_generations_subscriptions(kafkalog_broker):
+    """Kafka's isSubscribedToTopic: the topics the members subscribed to when the generation
+    started (a member joining since with other protocols changes nothing, and crashed the request
+    before), and every topic when a consumer group's subscriptions cannot be read."""
+    with _raw.connect(kafkalog_broker.bootstrap_servers) as sock:
+        _create_topic(sock, "od-t")
+        # a consumer group whose member metadata is not a subscription (b"meta-odx")
+        r = full_join(sock, 5, "odx")
+        assert _raw.request(sock, sync_req(3, r, "odx", {r.member_id: b""})).error_code == E.none
+        assert _offset_delete(sock, "odx", "od-t") == (E.none, [E.group_subscribed_to_topic])
+        # a Stable group on "range", and a member joining with "roundrobin" only
+        cls, _ = _raw.request_class(ApiKey.JOIN_GROUP, 5)
+        proto = nested_type(cls, "JoinGroupRequestProtocol")
+        both = (proto(name="range", metadata=_subscription(["od-t"])),
+                proto(name="roundrobin", metadata=_subscription(["od-t"])))
+        a = _raw.request(sock, join_req(5, "od2", protocols=both))
+        a = _raw.request(sock, join_req(5, "od2", a.member_id, protocols=both))
+        assert (a.error_code, a.protocol_name) == (E.none, "range")
+        assert _raw.request(sock, sync_req(3, a, "od2", {a.member_id: b""})).error_code == E.none
+        rr_only = (proto(name="roundrobin", metadata=_subscription(["other"])),)
+        answers: list[Any] = []
+
+        def newcomer() -> None:
+            with _raw.connect(kafkalog_broker.bootstrap_servers) as other:
+                first = _raw.request(other, join_req(5, "od2", protocols=rr_only))
+                answers.append(_raw.request(other, join_req(5, "od2", first.member_id, protocols=rr_only)))
+
+        thread = threading.Thread(target=newcomer)
+        thread.start()
+        try:
+            for _ in range(100):  # until the newcomer has put the group into a rebalance
+                if kafkalog_broker.server.apis.components["group_coordinator"].group_state("od2") != "Stable":
+                    break
+                threading.Event().wait(0.02)
+            assert _offset_delete(sock, "od2", "od-t") == (E.none, [E.group_subscribed_to_topic])
+            assert _offset_delete(sock, "od2", "other") == (E.none, [E.unknown_topic_or_partition])
+            rejoined = _raw.request(sock, join_req(5, "od2", a.member_id, protocols=both))
+            assert (rejoined.error_code, rejoined.protocol_name) == (E.none, "roundrobin")
+        finally:
+            thread.join(15)
+        assert answers and answers[0].error_code == E.none
+
+
+@pytest.mark.kafkalog_broker_config({"group.initial.rebalance.delay.ms": 0, "offset.metadata.max.bytes": 100})
+def test_offset_commit_checks_the_group_before_the_metadata_size(kafkalog_broker):
+    """Kafka validates the member first and measures metadata afterwards, in Java chars."""
+    with _raw.connect(kafkalog_broker.bootstrap_servers) as sock:
+        _create_topic(sock, "oc-t")
+        r = full_join(sock, 5, "ocg")
+        assert _raw.request(sock, sync_req(3, r, "ocg", {r.member_id: b""})).error_code == E.none
+        cls, mod = _raw.request_class(ApiKey.OFFSET_COMMIT, 8)
+
+        def commit(generation: int, metadata: str) -> int:
+            body = cls(group_id="ocg", generation_id_or_member_epoch=generation, member_id=r.member_id,
+                       group_instance_id=None, topics=(mod.OffsetCommitRequestTopic(name="oc-t", partitions=(
+                           mod.OffsetCommitRequestPartition(partition_index=0, committed_offset=1,
+                                                            committed_leader_epoch=-1,
+                                                            committed_metadata=metadata),)),))
+            return _raw.request(sock, body).topics[0].partitions[0].error_code
+
+        assert commit(r.generation_id + 5, "x" * 101) == E.illegal_generation
+        assert commit(r.generation_id, "x" * 101) == E.offset_metadata_too_large
+        assert commit(r.generation_id, "é" * 60) == E.none  # 60 chars, 120 UTF-8 bytes
+        assert commit(r.generation_id, "\U0001f600" * 51) == E.offset_metadata_too_large  # 102 UTF-16 units

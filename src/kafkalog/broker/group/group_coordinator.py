@@ -133,6 +133,7 @@ class GroupCoordinator:
             group.add(member)
             self._schedule_heartbeat(group, member)
         group.leader_id = value.leader
+        group.compute_subscribed_topics()
         return group
 
     def _value(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> GroupMetadataValue:
@@ -233,7 +234,11 @@ class GroupCoordinator:
                 return JoinResult(int(_E.unknown_member_id), member_id)
             group = self.groups[group_id] = GroupMetadata(group_id)
         if not self._accept_joining_member(group, member_id):
-            return JoinResult(int(_E.group_max_size_reached), member_id)
+            # Kafka removes the refused member (a pending one would hold the next rebalance back
+            # until it timed out) and answers without a member id
+            if member_id in group.pending_members:
+                self._remove_pending_member(group, member_id)
+            return JoinResult(int(_E.group_max_size_reached), "")
         args = (rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols)
         if group.is_state(GroupState.DEAD):
             # a concurrent DeleteGroups won; the client looks the coordinator up again
@@ -345,7 +350,10 @@ class GroupCoordinator:
             return self._add_member_and_rebalance(group, member)
         if group.is_static_member_fenced(group_instance_id, member_id):
             return JoinResult(int(_E.fenced_instance_id), member_id)
-        if not group.has(member_id) or group.is_state(GroupState.EMPTY):
+        unknown_instance = (group_instance_id is not None
+                            and group.current_static_member_id(group_instance_id) is None)
+        if not group.has(member_id) or unknown_instance or group.is_state(GroupState.EMPTY):
+            # a static member whose instance id is not known resets its member id and retries
             return JoinResult(int(_E.unknown_member_id), member_id)
         member = group.get(member_id)
         update = (rebalance_timeout_ms, session_timeout_ms, protocols)
@@ -683,10 +691,9 @@ class GroupCoordinator:
         """The checks SyncGroup and Heartbeat share, in Kafka's order."""
         if group.is_state(GroupState.DEAD):
             return int(_E.coordinator_not_available)
-        if group.is_static_member_fenced(group_instance_id, member_id):
-            return int(_E.fenced_instance_id)
-        if not group.has(member_id):
-            return int(_E.unknown_member_id)
+        error = self._validate_current_member(group, member_id, group_instance_id)
+        if error:
+            return error
         if generation_id != group.generation_id:
             return int(_E.illegal_generation)
         if group.is_state(GroupState.EMPTY):
@@ -750,7 +757,7 @@ class GroupCoordinator:
         return NONE
 
     def _remove_member(self, group: GroupMetadata, member: MemberMetadata) -> None:
-        member.complete_join(JoinResult(int(_E.unknown_member_id), member.member_id))
+        member.complete_join(JoinResult(int(_E.unknown_member_id), ""))
         member.complete_sync(SyncResult(int(_E.unknown_member_id)))
         self._cancel_heartbeat(member)
         group.remove(member.member_id)
@@ -865,50 +872,53 @@ class GroupCoordinator:
     ) -> int:
         """May a transactional producer commit offsets for this group (Kafka's ``handleTxnCommitOffsets``
         and ``validateOffsetCommit`` with ``isTransactional``)? An unknown group is created Empty. The
-        member and generation are checked only when the producer names them (KIP-447: a consumer's
-        group metadata sent along with the offsets); a rebalance in progress does not refuse them."""
+        member and generation are checked when the producer names them (KIP-447: a consumer's group
+        metadata sent along with the offsets) or the group has a generation; a rebalance in progress
+        does not refuse them."""
         error = self._validate(group_id)
         if error:
             return error
         group = self.groups.get(group_id)
         if group is None:
             group = self.groups[group_id] = GroupMetadata(group_id)
-        if group.is_state(GroupState.DEAD):
-            return int(_E.coordinator_not_available)
-        if generation_id >= 0 or member_id or group_instance_id is not None:
-            current = (group.current_static_member_id(group_instance_id)
-                       if group_instance_id is not None else None)
-            if current is not None and current != member_id:
-                return int(_E.fenced_instance_id)
-            if member_id and not group.has(member_id):
-                return int(_E.unknown_member_id)
-            if generation_id >= 0 and generation_id != group.generation_id:
-                return int(_E.illegal_generation)
-        group.offsets_committed = True
-        return NONE
+        error = self._validate_commit_member(group, member_id, generation_id, group_instance_id,
+                                             transactional=True)
+        if error == NONE:
+            group.offsets_committed = True
+        return error
 
     @staticmethod
+    def _validate_current_member(group: GroupMetadata, member_id: str, group_instance_id: str | None) -> int:
+        """Kafka's ``validateCurrentMember``: a static member's instance id must be known and mapped
+        to this member id (else UNKNOWN_MEMBER_ID, or FENCED_INSTANCE_ID for another id); a dynamic
+        member must be in the group."""
+        if group_instance_id is not None:
+            current = group.current_static_member_id(group_instance_id)
+            if current is None:
+                return int(_E.unknown_member_id)
+            return NONE if current == member_id else int(_E.fenced_instance_id)
+        return NONE if group.has(member_id) else int(_E.unknown_member_id)
+
+    @classmethod
     def _validate_commit_member(
-        group: GroupMetadata, member_id: str, generation_id: int, group_instance_id: str | None
+        cls, group: GroupMetadata, member_id: str, generation_id: int, group_instance_id: str | None,
+        transactional: bool = False,
     ) -> int:
+        """Kafka's ``validateOffsetCommit``; a plain commit is also refused while the group completes
+        a rebalance (the assignment it would commit against is not out yet)."""
         if group.is_state(GroupState.DEAD):
             return int(_E.coordinator_not_available)
         if generation_id < 0 and group.is_state(GroupState.EMPTY):
             return NONE
         if generation_id >= 0 or member_id or group_instance_id is not None:
-            if group_instance_id is not None:
-                current = group.current_static_member_id(group_instance_id)
-                if current is None:
-                    return int(_E.unknown_member_id)
-                if current != member_id:
-                    return int(_E.fenced_instance_id)
-            if not group.has(member_id):
-                return int(_E.unknown_member_id)
+            error = cls._validate_current_member(group, member_id, group_instance_id)
+            if error:
+                return error
             if generation_id != group.generation_id:
                 return int(_E.illegal_generation)
-        elif not group.is_state(GroupState.EMPTY):
+        elif not transactional and not group.is_state(GroupState.EMPTY):
             return int(_E.unknown_member_id)
-        if group.is_state(GroupState.COMPLETING_REBALANCE):
+        if not transactional and group.is_state(GroupState.COMPLETING_REBALANCE):
             return int(_E.rebalance_in_progress)
         return NONE
 

@@ -47,6 +47,9 @@ class GroupMetadata:
         self.sync_timer: Timer | None = None
         self.pending_timers: dict[str, Timer] = {}  # session timers of pending members
         self._supported: Counter[str] = Counter()  # protocol -> how many members support it
+        # Kafka's subscribedTopics: what the members of the current generation subscribe to, taken
+        # when the generation starts (None: unknown -- another protocol type, unreadable metadata)
+        self._subscribed: frozenset[str] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -194,26 +197,43 @@ class GroupMetadata:
         return next(name for name in votes if votes[name] == best)
 
     def subscribed_topics(self) -> frozenset[str] | None:
-        """The topics the members of a ``consumer`` group subscribe to in its current protocol, read
-        from their metadata (Kafka's ``computeSubscribedTopics``); None for other protocol types, a
-        group without a chosen protocol, or metadata that cannot be read."""
-        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None or not self.members:
-            return None
+        """The topics the current generation's members subscribe to, as taken when it started (Kafka's
+        ``subscribedTopics``): None when unknown, which Kafka reads as "subscribed to every topic"."""
+        return self._subscribed
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Kafka's ``isSubscribedToTopic``: an unknown subscription covers every topic."""
+        return self._subscribed is None or topic in self._subscribed
+
+    def compute_subscribed_topics(self) -> None:
+        """Kafka's ``computeSubscribedTopics``, at a generation's start (and a group's load): a
+        ``consumer`` group's members' topics in its protocol (none for an empty one); None for other
+        protocol types or metadata that cannot be read."""
+        self._subscribed = None
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return
+        if not self.members:
+            self._subscribed = frozenset()
+            return
+        if self.protocol_name is None:
+            return
         topics: set[str] = set()
         try:
             for member in self.members.values():
                 topics |= subscription_topics(member.metadata(self.protocol_name))
         except (InvalidRequestError, KeyError) as e:
             log.warning("Cannot read the subscriptions of group %s: %s", self.group_id, e)
-            return None
-        return frozenset(topics)
+            return
+        self._subscribed = frozenset(topics)
 
     def init_next_generation(self) -> None:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
+            self.compute_subscribed_topics()
             self.transition_to(GroupState.COMPLETING_REBALANCE)
         else:
             self.protocol_name = None
+            self.compute_subscribed_topics()
             self.transition_to(GroupState.EMPTY)
         self.pending_sync_members = set(self.members) if self.members else set()

@@ -44,6 +44,12 @@ def _denied(apis: Any, request: RequestContext, key_type: int, key: str) -> Erro
     return resource[1]
 
 
+_INVALID_REQUEST_TEXT = (
+    "This most likely occurs because of a request being malformed by the client library or the message "
+    "was sent to an incompatible broker. See the broker logs for more details."
+)
+
+
 def _lookup(apis: Any, request: RequestContext, key_type: int) -> _Answer:
     """The answer for an authorized key."""
     if key_type == GROUP_KEY_TYPE:
@@ -56,7 +62,8 @@ def _lookup(apis: Any, request: RequestContext, key_type: int) -> _Answer:
             return ErrorCode.coordinator_not_available, str(e), -1, "", -1
         endpoint = apis.endpoint_for(request)
         return ErrorCode.none, None, endpoint.node_id, endpoint.host, endpoint.port
-    return ErrorCode.invalid_request, f"Invalid coordinator type {key_type}", -1, "", -1
+    # Kafka's CoordinatorType.forId throws; the request's error response carries the error's stock text
+    return ErrorCode.invalid_request, _INVALID_REQUEST_TEXT, -1, "", -1
 
 
 @handles(ApiKey.FIND_COORDINATOR, 0, 6)

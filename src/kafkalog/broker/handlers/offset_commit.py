@@ -40,13 +40,30 @@ def readable_topics(apis: Any, request: RequestContext, topics: Any) -> set[str]
     return set(filter_authorized(apis, request, AclOperation.READ, ResourceType.TOPIC, names))
 
 
+def split_too_large(
+    apis: Any, to_store: dict[tuple[str, int], OffsetCommitValue]
+) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], OffsetCommitValue]]:
+    """(OFFSET_METADATA_TOO_LARGE for the commits whose metadata is longer than
+    ``offset.metadata.max.bytes``, the others to store): the length counted as Java's
+    ``String.length`` counts (UTF-16 units), after the group accepted the commit, as Kafka's
+    ``storeOffsets`` checks it."""
+    limit = apis.config.get_int("offset.metadata.max.bytes")
+    errors: dict[tuple[str, int], int] = {}
+    fitting: dict[tuple[str, int], OffsetCommitValue] = {}
+    for tp, value in to_store.items():
+        if len(value.metadata.encode("utf-16-le")) // 2 > limit:
+            errors[tp] = int(ErrorCode.offset_metadata_too_large)
+        else:
+            fitting[tp] = value
+    return errors, fitting
+
+
 def commit_values(
     apis: Any, request: RequestContext, topics: Any, now: int, expire: int
 ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], OffsetCommitValue]]:
     """The per-partition checks of an (Txn)OffsetCommit request's topics, before the coordinator's:
     (errors of the refused partitions, the values to store for the others)."""
     log_manager = apis.log_manager
-    max_metadata = apis.config.get_int("offset.metadata.max.bytes")
     readable = readable_topics(apis, request, topics)
     errors: dict[tuple[str, int], int] = {}
     to_store: dict[tuple[str, int], OffsetCommitValue] = {}
@@ -60,8 +77,6 @@ def commit_values(
             metadata = p.committed_metadata or ""
             if tp[1] not in known:
                 errors[tp] = int(ErrorCode.unknown_topic_or_partition)
-            elif len(metadata.encode()) > max_metadata:
-                errors[tp] = int(ErrorCode.offset_metadata_too_large)
             else:
                 epoch = int(getattr(p, "committed_leader_epoch", -1))
                 to_store[tp] = OffsetCommitValue(int(p.committed_offset), epoch, metadata, now, expire)
@@ -117,7 +132,10 @@ async def handle_offset_commit_request(apis: Any, request: RequestContext, body:
         if error:
             errors.update(dict.fromkeys(to_store, error))
         else:
-            errors.update(await manager.store_offsets(body.group_id, to_store))
+            oversized, fitting = split_too_large(apis, to_store)
+            errors.update(oversized)
+            if fitting:
+                errors.update(await manager.store_offsets(body.group_id, fitting))
 
     return build(
         cls,

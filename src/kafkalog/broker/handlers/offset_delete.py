@@ -9,7 +9,6 @@ its partitions, before the partition is looked for."""
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,21 +22,6 @@ from kafkalog.broker.handlers.offset_commit import commit_response_topics, reada
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
-
-
-def subscribed_topics(subscription: bytes) -> set[str]:
-    """Topics of a ConsumerProtocol subscription (int16 version, [string] topics, …); empty when it
-    is not one (another protocol type's metadata is opaque)."""
-    try:
-        (count,) = struct.unpack_from(">i", subscription, 2)
-        pos, topics = 6, set()
-        for _ in range(max(0, min(count, len(subscription)))):
-            (n,) = struct.unpack_from(">h", subscription, pos)
-            topics.add(subscription[pos + 2 : pos + 2 + n].decode())
-            pos += 2 + n
-        return topics
-    except (struct.error, UnicodeDecodeError):
-        return set()
 
 
 def _refused(cls: type[Any], error: ErrorCode) -> Any:
@@ -58,18 +42,11 @@ async def handle_offset_delete_request(apis: Any, request: RequestContext, body:
     state = coordinator.group_state(group_id)
     if state is None and not manager.has_offsets(group_id):
         return _refused(cls, ErrorCode.group_id_not_found)
-    subscribed: set[str] = set()
     group = coordinator.groups.get(group_id)
-    if group is not None and state in ("Stable", "PreparingRebalance", "CompletingRebalance"):
-        if group.protocol_type != "consumer":
-            # Kafka's validateOffsetDelete: only a consumer group says which topics it reads
-            return _refused(cls, ErrorCode.non_empty_group)
-        # The topics of the current generation's protocol; a group rebalancing out of Empty has
-        # none chosen yet, and (as in Kafka, whose subscription is then the empty one of the Empty
-        # generation) nothing blocks the delete.
-        if group.protocol_name is not None:
-            for member in group:
-                subscribed |= subscribed_topics(member.metadata(group.protocol_name))
+    active = group is not None and state in ("Stable", "PreparingRebalance", "CompletingRebalance")
+    if active and group is not None and group.protocol_type != "consumer":
+        # Kafka's validateOffsetDelete: only a consumer group says which topics it reads
+        return _refused(cls, ErrorCode.non_empty_group)
     errors: dict[tuple[str, int], int] = {}
     deletable = []
     cache = apis.metadata_cache
@@ -82,7 +59,8 @@ async def handle_offset_delete_request(apis: Any, request: RequestContext, body:
                 errors[tp] = int(ErrorCode.topic_authorization_failed)
             elif not 0 <= tp[1] < partitions:  # checked before the group is, as KafkaApis does
                 errors[tp] = int(ErrorCode.unknown_topic_or_partition)
-            elif topic.name in subscribed:
+            elif active and group is not None and group.is_subscribed_to_topic(topic.name):
+                # the topics of the generation (an unreadable subscription covers every topic)
                 errors[tp] = int(ErrorCode.group_subscribed_to_topic)
             else:
                 deletable.append(tp)

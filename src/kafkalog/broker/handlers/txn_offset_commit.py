@@ -26,7 +26,12 @@ from kafkalog.broker.group.coordinator_of import group_coordinator
 from kafkalog.broker.group.manager_of import group_metadata_manager
 from kafkalog.broker.group.offsets_topic import GROUP_METADATA_TOPIC_NAME
 from kafkalog.broker.handlers import handles
-from kafkalog.broker.handlers.offset_commit import commit_response_topics, commit_values, every_partition
+from kafkalog.broker.handlers.offset_commit import (
+    commit_response_topics,
+    commit_values,
+    every_partition,
+    split_too_large,
+)
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.protocol.api_keys import ApiKey
@@ -68,11 +73,14 @@ async def handle_txn_offset_commit_request(apis: Any, request: RequestContext, b
         if error:
             errors.update(dict.fromkeys(to_store, error))
         else:
-            errors.update(
-                await group_metadata_manager(apis).store_txn_offsets(
-                    body.group_id, int(body.producer_id), int(body.producer_epoch), to_store
+            oversized, fitting = split_too_large(apis, to_store)
+            errors.update(oversized)
+            if fitting:
+                errors.update(
+                    await group_metadata_manager(apis).store_txn_offsets(
+                        body.group_id, int(body.producer_id), int(body.producer_epoch), fitting
+                    )
                 )
-            )
 
     return build(
         cls,
