@@ -187,7 +187,57 @@ def test_describe_cluster_endpoint_types(broker):
         assert ok.error_code == ErrorCode.none and ok.controller_id == 1
         assert [(b.broker_id, b.port) for b in ok.brokers] == [(1, broker.port)]
         wrong = _raw.request(sock, cls(include_cluster_authorized_operations=False, endpoint_type=2))
-        assert wrong.error_code == ErrorCode.mismatched_endpoint_type
+        assert (wrong.error_code, wrong.error_message) == (
+            ErrorCode.mismatched_endpoint_type,
+            "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
+            "CONTROLLER")
+        unknown = _raw.request(sock, cls(include_cluster_authorized_operations=False, endpoint_type=3))
+        assert (unknown.error_code, unknown.error_message) == (
+            ErrorCode.unsupported_endpoint_type, "Unsupported endpoint type 3")
+
+
+def _describe_configs(sock, resource_type, name):
+    cls, mod = _raw.request_class(32, 4)
+    resource = mod.DescribeConfigsResource(resource_type=resource_type, resource_name=name,
+                                           configuration_keys=None)
+    body = cls(resources=(resource,), include_synonyms=False, include_documentation=False)
+    (result,) = _raw.request(sock, body).results
+    return result.error_code, result.error_message
+
+
+def _incremental_alter(sock, name, config, op=0, value="1"):
+    cls, mod = _raw.request_class(44, 1)
+    resource = mod.AlterConfigsResource(resource_type=2, resource_name=name, configs=(
+        mod.AlterableConfig(name=config, config_operation=op, value=value),))
+    (result,) = _raw.request(sock, cls(resources=(resource,), validate_only=False)).responses
+    return result.error_code, result.error_message
+
+
+def test_config_resources_named_as_kafka_reads_them(broker):
+    """DescribeConfigs and IncrementalAlterConfigs validate a topic's name first (Kafka's
+    Topic.validate), and AlterConfigs the configs before it looks the topic up; a broker id is read
+    as Scala's toInt reads it."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        assert _describe_configs(sock, 2, "bad name")[0] == ErrorCode.invalid_topic_exception
+        assert _describe_configs(sock, 2, "no.such.topic") == (ErrorCode.unknown_topic_or_partition, None)
+        node = broker.server.apis.node_id
+        assert _describe_configs(sock, 4, f"0{node}") == (ErrorCode.none, None)
+        assert _describe_configs(sock, 4, "abc") == (ErrorCode.invalid_request,
+                                                     "Broker id must be an integer, but it is: abc")
+        assert _incremental_alter(sock, "bad name", "retention.ms")[0] == ErrorCode.invalid_topic_exception
+        assert _incremental_alter(sock, "", "retention.ms") == (ErrorCode.invalid_request,
+                                                                "Default topic resources are not allowed.")
+        invalid = _incremental_alter(sock, "no.such.topic", "retention.ms", value="soon")
+        assert invalid[0] == ErrorCode.invalid_config
+        assert _incremental_alter(sock, "no.such.topic", "retention.ms", op=2) == (
+            ErrorCode.invalid_config, "Can't APPEND to key retention.ms because its type is not LIST.")
+        assert _incremental_alter(sock, "no.such.topic", "retention.ms") == (
+            ErrorCode.unknown_topic_or_partition, "The topic 'no.such.topic' does not exist.")
+        cls, mod = _raw.request_class(3, 12)
+        response = _raw.request(sock, cls(topics=(mod.MetadataRequestTopic(topic_id=None, name="bad name"),),
+                                          allow_auto_topic_creation=False,
+                                          include_topic_authorized_operations=False))
+        assert response.topics[0].error_code == ErrorCode.invalid_topic_exception
 
 
 # AclOperation codes, as the clients' enums number them: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,

@@ -143,7 +143,7 @@ def test_refusals_change_nothing(data_dir):
             assert error == ErrorCode.invalid_request and "log.retention.ms" in message
             assert _alter(sock, "", [("log.retention.ms", APPEND, "1")]) == (
                 ErrorCode.invalid_config,
-                "Config value append is not allowed for config key: log.retention.ms",
+                "Can't APPEND to key log.retention.ms because its type is not LIST.",
             )
             assert _alter(sock, node, [("background.threads", SET, "21")]) == (
                 ErrorCode.invalid_request,

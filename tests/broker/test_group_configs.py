@@ -220,8 +220,8 @@ def test_refusals_change_nothing(data_dir):
             ),
             ([(RESET, SET, "by_duration:-PT1H")], None),  # negative
             ([(RESET, SET, "by_duration:PT")], None),
-            ([(SESSION, APPEND, "1")], f"Config value append is not allowed for config key: {SESSION}"),
-            ([(SESSION, SUBTRACT, "1")], f"Config value subtract is not allowed for config key: {SESSION}"),
+            ([(SESSION, APPEND, "1")], f"Can't APPEND to key {SESSION} because its type is not LIST."),
+            ([(SESSION, SUBTRACT, "1")], f"Can't SUBTRACT to key {SESSION} because its type is not LIST."),
             # All or nothing: a valid change next to a refused one is not made either.
             (
                 [("consumer.heartbeat.interval.ms", SET, "6000"), (SHARE_SESSION, SET, "1")],

@@ -44,9 +44,9 @@ def apply_alter_ops(
             result.pop(name, None)
         elif op in (AlterOp.APPEND, AlterOp.SUBTRACT):
             default = list_default(name)
-            if default is None:
-                verb = "append" if op == AlterOp.APPEND else "subtract"
-                raise InvalidConfigError(f"Config value {verb} is not allowed for config key: {name}")
+            if default is None:  # Kafka's controller, ConfigurationControlManager's text
+                verb = "APPEND" if op == AlterOp.APPEND else "SUBTRACT"
+                raise InvalidConfigError(f"Can't {verb} to key {name} because its type is not LIST.")
             items = _as_list(result.get(name, default))
             changes = _as_list(value)
             if op == AlterOp.APPEND:

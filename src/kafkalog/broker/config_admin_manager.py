@@ -32,6 +32,7 @@ from kafkalog.broker.runtime_logger_manager import apply_changes_for_resource
 from kafkalog.errors import InvalidRequestError, KafkaLogError
 from kafkalog.protocol.codec import response_type
 from kafkalog.storage.config import LogConfig, config_type
+from kafkalog.storage.log_file_utils import validate_topic_name
 
 __all__ = ["alter_configs_response", "alter_resource_configs"]
 
@@ -144,15 +145,21 @@ def alter_resource_configs(
     if resource_type != ResourceType.TOPIC:
         return unknown  # kafkalog keeps no client-metrics subscriptions
     log_manager = apis.log_manager
-    if not resource_name or not log_manager.has_topic(resource_name):
-        return ErrorCode.unknown_topic_or_partition, f"The topic '{resource_name}' does not exist."
+    # Kafka's controller: the name, the operations, the resulting configs, and only then whether the
+    # topic exists (ConfigurationControlManager.validateAlterConfig).
+    if not resource_name:
+        return ErrorCode.invalid_request, "Default topic resources are not allowed."
     try:
-        current = log_manager.topic_config(resource_name).overridden_props()
+        validate_topic_name(resource_name)
+        exists = log_manager.has_topic(resource_name)
+        current = log_manager.topic_config(resource_name).overridden_props() if exists else {}
+        new_overrides = altered_values(current, configs, incremental, topic_list_default)
         if incremental:
             for name, _, _ in configs:
                 config_type(name)  # InvalidConfigError for an unknown name
-        new_overrides = altered_values(current, configs, incremental, topic_list_default)
         LogConfig.from_props(new_overrides, log_manager.default_config)  # validate as a whole
+        if not exists:
+            return ErrorCode.unknown_topic_or_partition, f"The topic '{resource_name}' does not exist."
         if not validate_only:
             changes: dict[str, str | None] = {name: None for name in current if name not in new_overrides}
             changes.update(new_overrides)

@@ -20,6 +20,7 @@ from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
 
 _BROKERS_ENDPOINT = 1
+_CONTROLLERS_ENDPOINT = 2
 
 
 @handles(ApiKey.DESCRIBE_CLUSTER, 0, 2)
@@ -28,13 +29,21 @@ async def handle_describe_cluster_request(apis: Any, request: RequestContext, bo
     broker_cls = nested_type(cls, "DescribeClusterBroker")
     endpoint_type = getattr(body, "endpoint_type", _BROKERS_ENDPOINT)
     if endpoint_type != _BROKERS_ENDPOINT:
+        # Kafka's AuthHelper.computeDescribeClusterResponse: an empty answer with the error alone
+        if endpoint_type == _CONTROLLERS_ENDPOINT:
+            error = ErrorCode.mismatched_endpoint_type
+            message = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of "
+                       "type CONTROLLER")
+        else:
+            error = ErrorCode.unsupported_endpoint_type
+            message = f"Unsupported endpoint type {endpoint_type}"
         return build(
             cls,
             throttle_time=ZERO_DELAY,
-            error_code=ErrorCode.mismatched_endpoint_type,
-            error_message=f"This node serves broker endpoints only, not type {endpoint_type}",
-            endpoint_type=endpoint_type,
-            cluster_id=apis.cluster_id,
+            error_code=error,
+            error_message=message,
+            endpoint_type=_BROKERS_ENDPOINT,
+            cluster_id="",
             controller_id=-1,
             brokers=(),
             cluster_authorized_operations=NOT_REQUESTED,

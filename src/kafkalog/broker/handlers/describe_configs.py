@@ -11,6 +11,7 @@ comes after the described ones, as Kafka answers."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -30,32 +31,47 @@ from kafkalog.broker.group.group_config import group_config_manager
 from kafkalog.broker.handlers import handles
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.runtime_logger_manager import loggers
+from kafkalog.errors import InvalidTopicError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
+from kafkalog.storage.log_file_utils import validate_topic_name
+
+
+def _broker_id(name: str) -> int | None:
+    """Scala's ``toInt`` of a broker resource name (a sign and ASCII digits: "01" is broker 1)."""
+    if re.fullmatch(r"[+-]?[0-9]+", name, re.ASCII) is None:
+        return None
+    number = int(name)
+    return number if -(2**31) <= number < 2**31 else None
 
 
 def _entries(apis: Any, resource: Any) -> tuple[ErrorCode, str | None, list[Any]]:
     # Kafka's ConfigHelper describes every config when no name is given, null or empty alike.
     names = tuple(resource.configuration_keys) if resource.configuration_keys else None
     if resource.resource_type == ResourceType.TOPIC:
+        try:
+            validate_topic_name(resource.resource_name)  # Kafka's Topic.validate comes first
+        except InvalidTopicError as e:
+            return ErrorCode.invalid_topic_exception, str(e), []
         if not apis.log_manager.has_topic(resource.resource_name):
-            return (
-                ErrorCode.unknown_topic_or_partition,
-                f"Topic '{resource.resource_name}' does not exist",
-                [],
-            )
+            return ErrorCode.unknown_topic_or_partition, None, []  # no message, as Kafka's
         config = apis.log_manager.topic_config(resource.resource_name)
         return ErrorCode.none, None, describe_topic_configs(config, apis.config, names)
     if resource.resource_type == ResourceType.BROKER:
-        if resource.resource_name not in ("", str(apis.node_id)):
-            return (
-                ErrorCode.invalid_request,
-                (
-                    f"Unexpected broker id, expected {apis.node_id} or empty string, "
-                    f"but received {resource.resource_name}"
-                ),
-                [],
-            )
+        if resource.resource_name != "":
+            broker_id = _broker_id(resource.resource_name)
+            if broker_id is None:
+                return (ErrorCode.invalid_request,
+                        f"Broker id must be an integer, but it is: {resource.resource_name}", [])
+            if broker_id != apis.node_id:
+                return (
+                    ErrorCode.invalid_request,
+                    (
+                        f"Unexpected broker id, expected {apis.node_id} or empty string, "
+                        f"but received {resource.resource_name}"
+                    ),
+                    [],
+                )
         per_broker = resource.resource_name != ""  # "": the cluster-wide dynamic configs only
         return ErrorCode.none, None, describe_broker_configs(apis.config, names, per_broker)
     if resource.resource_type == ResourceType.BROKER_LOGGER:
@@ -75,9 +91,8 @@ def _broker_loggers(
     loggers: DYNAMIC_BROKER_LOGGER_CONFIG, neither read-only nor sensitive, no synonyms."""
     if not name:
         return ErrorCode.invalid_request, "Broker id must not be empty", []
-    try:
-        requested = int(name)
-    except ValueError:
+    requested = _broker_id(name)
+    if requested is None:
         return ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}", []
     if requested != node_id:
         return ErrorCode.invalid_request, f"Unexpected broker id, expected {node_id} but received {name}", []

@@ -26,12 +26,22 @@ from kafkalog.broker.replica_manager import TopicPartition
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.broker.txn.coordinator_of import transaction_coordinator
 from kafkalog.broker.txn.transaction_topic import TRANSACTION_STATE_TOPIC_NAME
-from kafkalog.errors import KafkaLogError, TopicExistsError
+from kafkalog.errors import InvalidTopicError, KafkaLogError, TopicExistsError
 from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
-from kafkalog.storage.log_file_utils import INTERNAL_TOPICS
+from kafkalog.storage.log_file_utils import INTERNAL_TOPICS, validate_topic_name
 
 log = logging.getLogger(__name__)
+
+
+def _unknown_topic_error(topic: str) -> ErrorCode:
+    """A topic that does not exist, not to be created: INVALID_TOPIC_EXCEPTION when no topic could
+    ever have its name (Kafka's ``Topic.validate`` in ``getTopicMetadata``)."""
+    try:
+        validate_topic_name(topic)
+    except InvalidTopicError:
+        return ErrorCode.invalid_topic_exception
+    return ErrorCode.unknown_topic_or_partition
 
 
 def _maybe_create(apis: Any, topic: str) -> ErrorCode:
@@ -173,7 +183,7 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
                 refused = ErrorCode.topic_authorization_failed
                 topics.append(_failed_topic(topic_cls, refused, name, None, name in INTERNAL_TOPICS))
                 continue
-            error = _maybe_create(apis, name) if allow_create else ErrorCode.unknown_topic_or_partition
+            error = _maybe_create(apis, name) if allow_create else _unknown_topic_error(name)
             if error == ErrorCode.none and not cache.contains(name):
                 error = ErrorCode.unknown_topic_or_partition
         partitions: tuple[Any, ...] = ()
