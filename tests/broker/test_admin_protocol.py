@@ -509,3 +509,16 @@ def test_delete_records_refuses_internal_topics(broker):
     rm = broker.server.apis.replica_manager
     assert rm.delete_records({TopicPartition("__consumer_offsets", 0): -1}) == {
         TopicPartition("__consumer_offsets", 0): (ErrorCode.invalid_topic_exception, -1)}
+
+
+def test_remote_storage_is_refused_without_tiered_storage(broker):
+    """Kafka's validateRemoteStorageOnlyIfSystemEnabled: this broker has no tiered storage."""
+    text = ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with "
+            "remote log storage.")
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        refused = _create(sock, "tiered", configs=[("remote.storage.enable", "true")])
+        assert (refused.error_code, refused.error_message) == (ErrorCode.invalid_config, text)
+        untiered = _create(sock, "untiered", configs=[("remote.storage.enable", "false")])
+        assert untiered.error_code == ErrorCode.none
+        assert _incremental_alter(sock, "untiered", "remote.storage.enable", value="true") == (
+            ErrorCode.invalid_config, text)

@@ -23,7 +23,11 @@ from kio.schema.errors import ErrorCode
 from kafkalog.broker.acl import AclOperation
 from kafkalog.broker.alter_config_op import AlterOp, altered_values, topic_list_default
 from kafkalog.broker.auth_helper import authorization_failed_message
-from kafkalog.broker.config_helper import ResourceType, config_authorization_error
+from kafkalog.broker.config_helper import (
+    ResourceType,
+    check_topic_config_for_this_broker,
+    config_authorization_error,
+)
 from kafkalog.broker.dynamic_broker_config import alter_broker_configs
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.group.group_config import alter_group_configs
@@ -157,7 +161,8 @@ def alter_resource_configs(
         if incremental:
             for name, _, _ in configs:
                 config_type(name)  # InvalidConfigError for an unknown name
-        LogConfig.from_props(new_overrides, log_manager.default_config)  # validate as a whole
+        # validate as a whole
+        check_topic_config_for_this_broker(LogConfig.from_props(new_overrides, log_manager.default_config))
         if not exists:
             return ErrorCode.unknown_topic_or_partition, f"The topic '{resource_name}' does not exist."
         if not validate_only:

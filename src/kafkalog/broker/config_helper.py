@@ -33,6 +33,7 @@ from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
 from kafkalog.broker.dynamic_broker_config import is_dynamic
 from kafkalog.broker.group.group_config import GROUP_CONFIGS, group_config_defaults, parse_group_config
 from kafkalog.broker.request import RequestContext
+from kafkalog.errors import InvalidConfigError
 from kafkalog.storage.config import LogConfig, broker_synonyms, config_type, topic_config_for
 
 __all__ = [
@@ -265,3 +266,11 @@ def describe_broker_configs(
             )
         )
     return entries
+
+
+def check_topic_config_for_this_broker(config: LogConfig) -> None:
+    """What Kafka's broker refuses in a topic's configs beyond their own rules
+    (``LogConfig.validateRemoteStorageOnlyIfSystemEnabled``): this broker has no tiered storage."""
+    if config.remote_storage_enable:
+        raise InvalidConfigError("Tiered Storage functionality is disabled in the broker. Topic cannot be "
+                                 "configured with remote log storage.")

@@ -21,7 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kafkalog.broker.auth_helper import authorize
-from kafkalog.broker.config_helper import describe_topic_configs
+from kafkalog.broker.config_helper import check_topic_config_for_this_broker, describe_topic_configs
 from kafkalog.broker.controller_limits import EXCESSIVE_BATCH_MESSAGE, exceeds_user_op_limit
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.handlers import handles
@@ -114,7 +114,7 @@ def _check_new_topic(apis: Any, topic: Any) -> None:
     validate_topic_name(topic.name)
     if apis.metadata_cache.contains(topic.name):
         raise _Refused(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
-    LogConfig.from_props(_configs(topic), apis.log_manager.default_config)
+    check_topic_config_for_this_broker(LogConfig.from_props(_configs(topic), apis.log_manager.default_config))
 
 
 def _configs(topic: Any) -> dict[str, str]:
