@@ -522,3 +522,32 @@ def test_remote_storage_is_refused_without_tiered_storage(broker):
         assert untiered.error_code == ErrorCode.none
         assert _incremental_alter(sock, "untiered", "remote.storage.enable", value="true") == (
             ErrorCode.invalid_config, text)
+
+
+def test_create_partitions_answers_as_kafkas_controller(broker):
+    node = broker.server.apis.node_id
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        assert _create(sock, "cp", 2).error_code == ErrorCode.none
+        cls, mod = _raw.request_class(37, 3)
+
+        def grow(*topics):
+            body = cls(topics=tuple(mod.CreatePartitionsTopic(
+                name=name, count=count,
+                assignments=None if a is None else tuple(mod.CreatePartitionsAssignment(broker_ids=tuple(b))
+                                                         for b in a)) for name, count, a in topics),
+                timeout=TIMEOUT, validate_only=True)
+            return [(r.name, r.error_code, r.error_message) for r in _raw.request(sock, body).results]
+
+        invalid, assignment = ErrorCode.invalid_partitions, ErrorCode.invalid_replica_assignment
+        assert grow(("cp", 1, None)) == [
+            ("cp", invalid, "The topic cp currently has 2 partition(s); 1 would not be an increase.")]
+        assert grow(("cp", 2, None)) == [("cp", invalid, "Topic already has 2 partition(s).")]
+        assert grow(("cp", 4, [[node]])) == [
+            ("cp", assignment,
+             "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified.")]
+        assert grow(("cp", 3, [[node, node]]))[0][2] == (
+            f"The manual partition assignment includes the broker {node} more than once.")
+        assert grow(("no.such", 3, None)) == [("no.such", ErrorCode.unknown_topic_or_partition, None)]
+        assert grow(("cp", 3, None), ("cp", 4, None), ("cp", 3, [[node]])) == [
+            ("cp", ErrorCode.invalid_request, "Duplicate topic name.")]
+        assert grow(("cp", 3, [[node]])) == [("cp", ErrorCode.none, None)]

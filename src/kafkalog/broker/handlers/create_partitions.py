@@ -18,6 +18,7 @@ from kafkalog.broker.auth_helper import authorize
 from kafkalog.broker.controller_limits import EXCESSIVE_BATCH_MESSAGE, exceeds_user_op_limit
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.handlers import handles
+from kafkalog.broker.handlers.create_topics import manual_assignment_problem
 from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_type
 from kafkalog.errors import KafkaLogError
 from kafkalog.protocol.api_keys import ApiKey
@@ -27,26 +28,29 @@ log = logging.getLogger(__name__)
 
 
 def _grow(apis: Any, topic: Any, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    # Kafka's ReplicationControlManager.createPartitions, its checks and texts
     cache = apis.metadata_cache
     if not cache.contains(topic.name):
-        return ErrorCode.unknown_topic_or_partition, f"The topic '{topic.name}' does not exist."
+        return ErrorCode.unknown_topic_or_partition, None
     current = cache.num_partitions(topic.name)
+    if topic.count == current:
+        return ErrorCode.invalid_partitions, f"Topic already has {current} partition(s)."
     if topic.count < current:
         return ErrorCode.invalid_partitions, (
-            f"Topic currently has {current} partitions, which is higher than the requested {topic.count}."
+            f"The topic {topic.name} currently has {current} partition(s); {topic.count} would not be an "
+            "increase."
         )
-    if topic.count == current:
-        return ErrorCode.invalid_partitions, f"Topic already has {current} partitions."
     if topic.assignments is not None:
-        if len(topic.assignments) != topic.count - current:
+        additional = topic.count - current
+        if len(topic.assignments) != additional:
             return ErrorCode.invalid_replica_assignment, (
-                f"Increasing the number of partitions by {topic.count - current} but "
-                f"{len(topic.assignments)} assignments provided."
+                f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
+                "assignment(s) were specified."
             )
-        if any(list(a.broker_ids) != [apis.node_id] for a in topic.assignments):
-            return ErrorCode.invalid_replica_assignment, (
-                f"Assignments may only name the only broker, {apis.node_id}."
-            )
+        for a in topic.assignments:
+            message = manual_assignment_problem(apis.node_id, list(a.broker_ids), 1)
+            if message is not None:
+                return ErrorCode.invalid_replica_assignment, message
     if validate_only:
         return ErrorCode.none, None
     try:
@@ -87,12 +91,16 @@ async def handle_create_partitions_request(apis: Any, request: RequestContext, b
         return build(cls, throttle_time=ZERO_DELAY, results=tuple(refused))
     unauthorized = []
     results = []
+    # Kafka's ControllerApis order: a name given twice (one refusal each), then the unauthorized, then
+    # the others.
+    duplicates = [build(result_cls, name=name, error_code=ErrorCode.invalid_request,
+                        error_message="Duplicate topic name.") for name, n in counts.items() if n > 1]
     for topic in body.topics:
         error: ErrorCode
         message: str | None
         if counts[topic.name] > 1:
-            error, message = ErrorCode.invalid_request, "Duplicate topic in request."
-        elif topic.name not in alterable:
+            continue
+        if topic.name not in alterable:
             unauthorized.append(
                 build(
                     result_cls,
@@ -102,7 +110,6 @@ async def handle_create_partitions_request(apis: Any, request: RequestContext, b
                 )
             )
             continue
-        else:
-            error, message = _grow(apis, topic, body.validate_only)
+        error, message = _grow(apis, topic, body.validate_only)
         results.append(build(result_cls, name=topic.name, error_code=error, error_message=message))
-    return build(cls, throttle_time=ZERO_DELAY, results=(*unauthorized, *results))
+    return build(cls, throttle_time=ZERO_DELAY, results=(*duplicates, *unauthorized, *results))

@@ -44,6 +44,24 @@ class _Refused(Exception):
         self.code = code
 
 
+def manual_assignment_problem(node_id: int, broker_ids: list[int], replicas: int | None) -> str | None:
+    """What Kafka's ``validateManualPartitionAssignment`` says of one partition's replicas on a
+    cluster of this one node (None: fine); ``replicas`` is the count the others have, if known."""
+    brokers = sorted(broker_ids)
+    if not brokers:
+        return "The manual partition assignment includes an empty replica list."
+    for i, broker in enumerate(brokers):
+        if broker != node_id:
+            return (f"The manual partition assignment includes broker {broker}, but no such broker is "
+                    "registered.")
+        if i and broker == brokers[i - 1]:
+            return f"The manual partition assignment includes the broker {broker} more than once."
+    if replicas is not None and len(brokers) != replicas:
+        return (f"The manual partition assignment includes a partition with {len(brokers)} replica(s), but "
+                f"this is not consistent with previous partitions, which have {replicas} replica(s).")
+    return None
+
+
 def _assigned_partitions(apis: Any, topic: Any) -> int:
     """A manual assignment's partition count, checked as Kafka's controller checks it
     (``ReplicationControlManager.createTopic`` and ``validateManualPartitionAssignment``)."""
@@ -60,25 +78,10 @@ def _assigned_partitions(apis: Any, topic: Any) -> int:
             raise _Refused(ErrorCode.invalid_replica_assignment,
                            f"Found multiple manual partition assignments for partition {a.partition_index}")
         seen.add(a.partition_index)
-        brokers = sorted(a.broker_ids)
-        if not brokers:
-            raise _Refused(ErrorCode.invalid_replica_assignment,
-                           "The manual partition assignment includes an empty replica list.")
-        for i, broker in enumerate(brokers):
-            if broker != apis.node_id:
-                raise _Refused(ErrorCode.invalid_replica_assignment,
-                               f"The manual partition assignment includes broker {broker}, but no such "
-                               "broker is registered.")
-            if i and broker == brokers[i - 1]:
-                raise _Refused(ErrorCode.invalid_replica_assignment,
-                               f"The manual partition assignment includes the broker {broker} more than "
-                               "once.")
-        if replicas is not None and len(brokers) != replicas:
-            raise _Refused(ErrorCode.invalid_replica_assignment,
-                           f"The manual partition assignment includes a partition with {len(brokers)} "
-                           "replica(s), but this is not consistent with previous partitions, which have "
-                           f"{replicas} replica(s).")
-        replicas = len(brokers)
+        message = manual_assignment_problem(apis.node_id, list(a.broker_ids), replicas)
+        if message is not None:
+            raise _Refused(ErrorCode.invalid_replica_assignment, message)
+        replicas = len(a.broker_ids)
     if seen != set(range(len(seen))):
         raise _Refused(ErrorCode.invalid_replica_assignment,
                        "partitions should be a consecutive 0-based integer sequence")
