@@ -306,3 +306,17 @@ def test_the_log_cleaner_restarts_with_its_dynamic_configs(data_dir):
             while len(all_records(log)) >= 200:
                 assert time.monotonic() < deadline, "the reconfigured cleaner never cleaned"
                 time.sleep(0.05)
+
+
+def test_broker_configs_carry_kafkas_types(data_dir):
+    """DescribeConfigs v3+ types a broker config as Kafka's KafkaConfig defines it (they were all
+    STRING): BOOLEAN 1, STRING 2, INT 3, LONG 5, DOUBLE 6, LIST 7; a topic default under its broker
+    name takes the topic config's type, its hour and minute variants are INT."""
+    with Broker(data_dir, configs={"log.retention.hours": "24"}) as broker, \
+            _raw.connect(broker.bootstrap_servers) as sock:
+        configs = _describe(sock, 4, str(broker.server.apis.node_id))
+        expected = {"auto.create.topics.enable": 1, "listeners": 2, "num.partitions": 3,
+                    "log.retention.hours": 3, "log.retention.ms": 5, "log.segment.bytes": 3,
+                    "log.cleaner.io.buffer.load.factor": 6, "log.cleanup.policy": 7,
+                    "ssl.enabled.protocols": 7, "connections.max.idle.ms": 5}
+        assert {name: configs[name].config_type for name in expected} == expected

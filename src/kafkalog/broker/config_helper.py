@@ -219,6 +219,38 @@ def _sensitive(name: str) -> bool:
     return any(word in name for word in _SENSITIVE_WORDS)
 
 
+# The types Kafka's KafkaConfig defines for the broker configs kafkalog lists beyond the topic
+# defaults (those take their topic config's type; Kafka's hour and minute variants are ints).
+_BROKER_TYPES: dict[str, str] = {
+    **dict.fromkeys(("advertised.listeners", "authorizer.class.name", "listener.security.protocol.map",
+                     "listeners", "log.dir", "log.dirs", "ssl.client.auth", "ssl.keystore.type",
+                     "ssl.truststore.type"), "string"),
+    **dict.fromkeys(("auto.create.topics.enable", "delete.topic.enable", "log.cleaner.enable",
+                     "transaction.partition.verification.enable"), "boolean"),
+    **dict.fromkeys(("connections.max.idle.ms", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+                     "log.flush.scheduler.interval.ms", "log.retention.check.interval.ms",
+                     "offsets.retention.check.interval.ms"), "long"),
+    **dict.fromkeys(("log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second"), "double"),
+    "ssl.enabled.protocols": "list",
+}
+
+
+def _broker_config_type(name: str) -> int:
+    """The config's type id as Kafka's DescribeConfigs gives it (0, UNKNOWN, for a name its
+    KafkaConfig does not define, such as the StandardAuthorizer's)."""
+    known = _BROKER_TYPES.get(name)
+    if known is not None:
+        return _TYPE_IDS[known]
+    topic = topic_config_for(name)
+    if topic is not None:
+        return _TYPE_IDS["int" if name.endswith((".hours", ".minutes")) else config_type(topic)]
+    if name in ("allow.everyone.if.no.acl.found", "super.users"):
+        return 0
+    if name in BROKER_DEFAULTS:
+        return _TYPE_IDS["int"]  # the rest of the broker's own defaults are ints in Kafka (counts, ms)
+    return _TYPE_IDS["string"]  # a config this table does not know, as it was given
+
+
 def describe_broker_configs(
     broker: KafkaConfig, names: tuple[str, ...] | None = None, per_broker: bool = True
 ) -> list[ConfigEntry]:
@@ -262,7 +294,7 @@ def describe_broker_configs(
                 tuple(synonyms)
                 if synonyms
                 else (ConfigSynonym(name, None if sensitive else values[name], source),),
-                _TYPE_IDS["password" if sensitive else "string"],
+                _TYPE_IDS["password"] if sensitive else _broker_config_type(name),
             )
         )
     return entries
