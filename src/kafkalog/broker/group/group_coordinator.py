@@ -244,7 +244,8 @@ class GroupCoordinator:
             # a concurrent DeleteGroups won; the client looks the coordinator up again
             return JoinResult(int(_E.coordinator_not_available), member_id)
         if not group.supports_protocols(protocol_type, protocols):
-            self._maybe_forget(group)
+            # The group a failed first join created stays, Empty, until the offsets cleanup removes it
+            # (cleanup_group_metadata), as Kafka's getOrMaybeCreateGroup leaves it.
             return JoinResult(int(_E.inconsistent_group_protocol), member_id)
         if is_unknown:
             outcome = self._new_member_join(
@@ -261,8 +262,6 @@ class GroupCoordinator:
                 group, member_id, group_instance_id, client_id, client_host, *args
             )
         if isinstance(outcome, JoinResult):
-            if outcome.error not in (NONE, int(_E.member_id_required)):
-                self._maybe_forget(group)
             return outcome
         # shield: a closed connection must not cancel the member's place in the rebalance
         return await asyncio.shield(outcome)
@@ -775,22 +774,6 @@ class GroupCoordinator:
         if handle is not None:
             handle.cancel()
         self._check_join(group)
-        self._maybe_forget(group)
-
-    def _maybe_forget(self, group: GroupMetadata) -> None:
-        """Drop a group that never had a generation, a member or offsets (a failed first join), so
-        that joins to made-up group ids leave nothing behind."""
-        manager = self.manager
-        if (
-            group.is_state(GroupState.EMPTY)
-            and group.generation_id == 0
-            and not group.members
-            and not group.pending_members
-            and not group.offsets_committed
-            and (manager is None or not manager.has_offsets(group.group_id))
-            and self.groups.get(group.group_id) is group
-        ):
-            del self.groups[group.group_id]
 
     # --- session timers ---
 
