@@ -113,3 +113,20 @@ def test_markers_reach_the_partitions_with_the_producer_epoch(coordinator, log_m
     assert (marker.is_control, marker.producer_id, marker.producer_epoch) == (True, pid, epoch)
     assert log.last_stable_offset == log.log_end_offset == 1
     assert list(log.records(0, isolation=FetchIsolation.TXN_COMMITTED)) == []
+
+
+def test_a_producer_recovers_with_its_old_epoch_after_a_commit(coordinator):
+    """KIP-360: InitProducerId naming the producer's previous epoch is a retry of a call that
+    succeeded (the current epoch, no bump), also after a transaction committed in between -- the
+    last epoch changes only with InitProducerId (and epoch fences), as in Kafka's
+    completeTransitionTo; a commit used to overwrite it, and the retry was fenced."""
+    first = coordinator.handle_init_producer_id("kip360", TIMEOUT_MS, None)
+    pid = first.producer_id
+    for epoch in (0, 1):  # bumps with the current epoch: 0 -> 1 -> 2, the last epoch 1
+        bumped = coordinator.handle_init_producer_id("kip360", TIMEOUT_MS, (pid, epoch))
+        assert (bumped.error, bumped.producer_id, bumped.producer_epoch) == (E.none, pid, epoch + 1)
+    assert coordinator.handle_add_partitions_to_transaction("kip360", pid, 2, {("t", 0)}) == E.none
+    assert coordinator.handle_end_transaction("kip360", pid, 2, True) == E.none
+    retry = coordinator.handle_init_producer_id("kip360", TIMEOUT_MS, (pid, 1))
+    assert (retry.error, retry.producer_id, retry.producer_epoch) == (E.none, pid, 2)
+    assert coordinator.handle_init_producer_id("kip360", TIMEOUT_MS, (pid, 0)).error == E.producer_fenced

@@ -558,3 +558,15 @@ def test_a_group_with_offsets_in_an_open_transaction_is_not_cleaned_up(kafkalog_
         while groups():
             assert time.monotonic() < deadline, "the group without offsets was not cleaned up"
             time.sleep(0.05)
+
+
+def test_init_producer_id_refuses_half_a_producer_identity(kafkalog_broker):
+    """Kafka's handleInitProducerIdRequest: a producer id without its epoch (or the reverse) is
+    INVALID_REQUEST, for an idempotent producer as for a transactional one."""
+    with _raw.connect(kafkalog_broker.bootstrap_servers) as sock:
+        for txn_id in (None, "half"):
+            for pid, epoch in ((5, -1), (-1, 3)):
+                answer = init_pid(sock, txn_id, pid=pid, epoch=epoch)
+                refused = (answer.error_code, answer.producer_id, answer.producer_epoch)
+                assert refused == (E.invalid_request, -1, -1)
+        assert init_pid(sock, None).error_code == E.none

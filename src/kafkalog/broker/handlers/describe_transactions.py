@@ -63,7 +63,8 @@ async def handle_describe_transactions_request(apis: Any, request: RequestContex
             for topic, partitions in by_topic.items()
             if authorize(apis, request, AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
         }
-        start = metadata.txn_start_timestamp if metadata is not None else -1
+        # an entry for an error keeps the schema's defaults (0), as Kafka's does
+        start = metadata.txn_start_timestamp if metadata is not None else 0
         states.append(
             state_cls(
                 error_code=error,
@@ -74,8 +75,8 @@ async def handle_describe_transactions_request(apis: Any, request: RequestContex
                 ),
                 # -1 (not started) is written as -1, as Kafka does
                 transaction_start_time=_EPOCH + datetime.timedelta(milliseconds=start),
-                producer_id=metadata.producer_id if metadata is not None else -1,
-                producer_epoch=metadata.producer_epoch if metadata is not None else -1,
+                producer_id=metadata.producer_id if metadata is not None else 0,
+                producer_epoch=metadata.producer_epoch if metadata is not None else 0,
                 topics=tuple(topic_cls(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
             )
         )

@@ -45,20 +45,21 @@ def _denied(apis: Any, request: RequestContext, transactional_id: str | None) ->
 async def handle_init_producer_id_request(apis: Any, request: RequestContext, body: Any) -> Any:
     cls = response_type(ApiKey.INIT_PRODUCER_ID, request.api_version)
     denied = _denied(apis, request, body.transactional_id)
+    producer_id = int(getattr(body, "producer_id", -1))
+    producer_epoch = int(getattr(body, "producer_epoch", -1))
     if denied is not None:
         result = InitProducerIdResult(int(denied))
+    elif (producer_id == -1) != (producer_epoch == -1):
+        # a producer id without its epoch, or the reverse: refused whether transactional or not, as
+        # Kafka's handleInitProducerIdRequest refuses it
+        result = InitProducerIdResult(int(ErrorCode.invalid_request))
     elif body.transactional_id is None:
         result = InitProducerIdResult(int(ErrorCode.none), apis.producer_id_manager.generate_producer_id(), 0)
     else:
-        producer_id = int(getattr(body, "producer_id", -1))
-        producer_epoch = int(getattr(body, "producer_epoch", -1))
-        if (producer_id == -1) != (producer_epoch == -1):
-            result = InitProducerIdResult(int(ErrorCode.invalid_request))
-        else:
-            expected = None if producer_id == -1 else (producer_id, producer_epoch)
-            result = transaction_coordinator(apis).handle_init_producer_id(
-                body.transactional_id, millis(body.transaction_timeout), expected
-            )
+        expected = None if producer_id == -1 else (producer_id, producer_epoch)
+        result = transaction_coordinator(apis).handle_init_producer_id(
+            body.transactional_id, millis(body.transaction_timeout), expected
+        )
     error = result.error
     if request.api_version < 4 and error == ErrorCode.producer_fenced:
         error = int(ErrorCode.invalid_producer_epoch)

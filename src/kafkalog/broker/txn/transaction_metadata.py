@@ -176,13 +176,17 @@ class TransactionMetadata:
             if self.state is TransactionState.PREPARE_COMMIT
             else TransactionState.COMPLETE_ABORT
         )
-        return self._transit(
-            state,
-            partitions=frozenset(),
-            txn_last_update_timestamp=now,
-            last_producer_epoch=self.producer_epoch,
-        )
+        return self._transit(state, partitions=frozenset(), txn_last_update_timestamp=now)
 
     def complete_transition(self, transit: TxnTransitMetadata) -> None:
+        """Apply a transition once its record is written (Kafka's ``completeTransitionTo``). The
+        previous producer id and the last epoch -- what a producer recovering with its old id and
+        epoch is checked against (KIP-360) -- change only with InitProducerId (Empty) and, for the
+        last epoch, an epoch fence: a transaction's commit or abort keeps them, as Kafka does."""
+        moves_epoch = transit.state is TransactionState.EMPTY or transit.producer_epoch != self.producer_epoch
         for f in _TRANSIT_FIELDS:
+            if f.name == "previous_producer_id" and transit.state is not TransactionState.EMPTY:
+                continue
+            if f.name == "last_producer_epoch" and not moves_epoch:
+                continue
             setattr(self, f.name, getattr(transit, f.name))
