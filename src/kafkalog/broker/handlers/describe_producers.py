@@ -58,13 +58,13 @@ async def handle_describe_producers_request(apis: Any, request: RequestContext, 
                 producers = apis.log_manager.get_log(topic.name, int(index)).producer_state.producers
             except UnknownTopicOrPartitionError:
                 # Kafka's texts: the error's own for an unknown topic, none for an unknown partition
-                message = (None if apis.log_manager.has_topic(topic.name)
-                           else "This server does not host this topic-partition.")
+                text = (None if apis.log_manager.has_topic(topic.name)
+                        else "This server does not host this topic-partition.")
                 partitions.append(
                     partition_cls(
                         partition_index=index,
                         error_code=ErrorCode.unknown_topic_or_partition,
-                        error_message=message,
+                        error_message=text,
                         active_producers=(),
                     )
                 )
