@@ -218,3 +218,40 @@ def test_worker_python_that_cannot_import_kafkalog_is_a_clear_error(tmp_path):
     check_worker_python(session(sys.executable))
     check_worker_python(session(str(bare), master="spark://elsewhere:7077"))  # not checkable from here
     check_worker_python(SimpleNamespace())  # Spark Connect: no context
+
+
+def test_available_now_batches_are_checked_against_the_pinned_end(tmp_path):
+    """Spark's verifyEndOffsetForTriggerAvailableNow: a batch of an AvailableNow run ends within what
+    was pinned, on partitions that still exist and still reach it; reportLatestOffset reports the
+    offsets the last latestOffset saw (the pinned ones), None before it ran."""
+    import shutil
+
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from kafkalog.errors import InvalidConfigError
+    from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
+    from kafkalog.spark.options import parse_source_options
+    from kafkalog.spark.stream import KafkaLogStreamReader
+    from kafkalog.storage.log_manager import LogManager
+
+    with LogManager(tmp_path) as lm:
+        for log in lm.create_topic("t", 2):
+            log.append_as_leader(MemoryRecords.with_records(
+                2, CompressionType.NONE, [SimpleRecord(b"v%d" % i, None, 1) for i in range(5)]))
+    opts = parse_source_options({"path": str(tmp_path), "subscribe": "t"}, streaming=True)
+    reader = KafkaLogStreamReader(opts)
+    assert reader.reportLatestOffset() is None
+    reader.prepareForTriggerAvailableNow()
+    end = reader.latestOffset({"t": {"0": 0, "1": 0}}, ReadAllAvailable())
+    assert end == {"t": {"0": 5, "1": 5}} and reader.reportLatestOffset() == end
+    start = {"t": {"0": 0, "1": 0}}
+    assert len(reader.partitions(start, end)) == 2
+    for bad, condition in (
+            ({"t": {"0": 5}}, "MISMATCHED_TOPIC_PARTITIONS_BETWEEN_END_OFFSET_AND_PREFETCHED"),
+            ({"t": {"0": 6, "1": 5}}, "END_OFFSET_HAS_GREATER_OFFSET_FOR_TOPIC_PARTITION_THAN_PREFETCHED")):
+        with pytest.raises(InvalidConfigError, match=condition):
+            reader.partitions(start, bad)
+    shutil.rmtree(tmp_path / "t-1")
+    lost = "LOST_TOPIC_PARTITIONS_IN_END_OFFSET_WITH_TRIGGER_AVAILABLENOW"
+    with pytest.raises(InvalidConfigError, match=lost):
+        reader.partitions(start, end)

@@ -31,7 +31,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from kafkalog.errors import OffsetOutOfRangeError
+from kafkalog.errors import InvalidConfigError, OffsetOutOfRangeError
 from kafkalog.spark.catalog import TopicCatalog
 from kafkalog.spark.options import (
     FAIL_ON_DATA_LOSS,
@@ -95,6 +95,10 @@ def rate_limit(
     return out
 
 
+def _tp_names(tps: object) -> str:
+    return "[" + ", ".join(f"{t}-{p}" for t, p in sorted(tps)) + "]"  # type: ignore[call-overload]
+
+
 def _report_data_loss(fail: bool, message: str) -> None:
     if fail:
         raise OffsetOutOfRangeError(
@@ -114,6 +118,9 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # As Spark's KafkaMicroBatchStream (lastTriggerMillis = 0): the first batch after a start is
         # never held back by minOffsetsPerTrigger.
         self._last_trigger_ms = 0.0
+        # The latest offsets the last latestOffset saw (the pinned ones under AvailableNow), what
+        # reportLatestOffset reports, as Spark's latestPartitionOffsets
+        self._last_latest: PartitionOffsets | None = None
 
     # --- offsets -------------------------------------------------------------------------------
 
@@ -170,6 +177,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start_offsets = offsets_from_json(start)
         with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
             latest = dict(self._available_now) if self._available_now is not None else self._latest(catalog)
+            self._last_latest = latest
             if isinstance(limit, ReadAllAvailable):
                 return offsets_to_json(latest)
             if self._delay_batch(start_offsets, latest):
@@ -182,16 +190,47 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     @user_errors
     def reportLatestOffset(self) -> dict | None:
-        with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
-            return offsets_to_json(self._latest(catalog))
+        """The latest offsets the last ``latestOffset`` saw (None before it ran), for the query's
+        progress, as Spark's KafkaMicroBatchStream reports them."""
+        return None if self._last_latest is None else offsets_to_json(self._last_latest)
 
     # --- planning and reading ------------------------------------------------------------------
+
+    def _verify_end_for_available_now(self, catalog: TopicCatalog, end: PartitionOffsets) -> None:
+        """Spark's ``verifyEndOffsetForTriggerAvailableNow``: every batch of a Trigger.AvailableNow
+        run ends within what was pinned at its start, on partitions that still hold those offsets."""
+        pinned = self._available_now
+        assert pinned is not None
+        if set(pinned) != set(end):
+            raise InvalidConfigError(
+                "[MISMATCHED_TOPIC_PARTITIONS_BETWEEN_END_OFFSET_AND_PREFETCHED] Trigger.AvailableNow: the "
+                "batch's end names other topic-partitions than were pinned at the start of the run "
+                f"(pinned: {_tp_names(pinned)}, end: {_tp_names(end)}); restarting the query may help.")
+        if any(end[tp] > pinned[tp] for tp in end):
+            raise InvalidConfigError(
+                "[END_OFFSET_HAS_GREATER_OFFSET_FOR_TOPIC_PARTITION_THAN_PREFETCHED] Trigger.AvailableNow: "
+                f"the batch's end {offsets_to_json(end)} passes what was pinned at the start of the run "
+                f"{offsets_to_json(pinned)}; restarting the query may help.")
+        existing = set(catalog.topic_partitions(self.opts.subscription))
+        if not set(end) <= existing:
+            raise InvalidConfigError(
+                "[LOST_TOPIC_PARTITIONS_IN_END_OFFSET_WITH_TRIGGER_AVAILABLENOW] Trigger.AvailableNow: "
+                f"{_tp_names(set(end) - existing)} no longer exist (end: {_tp_names(end)}); restarting the "
+                "query may help.")
+        latest = {tp: catalog.latest(tp, self.opts.read_committed) for tp in end}
+        if any(end[tp] > latest[tp] for tp in end):
+            raise InvalidConfigError(
+                "[END_OFFSET_HAS_GREATER_OFFSET_FOR_TOPIC_PARTITION_THAN_LATEST_WITH_TRIGGER_AVAILABLENOW] "
+                f"Trigger.AvailableNow: the latest offsets {offsets_to_json(latest)} are below the batch's "
+                f"end {offsets_to_json(end)}; restarting the query may help.")
 
     def plan(self, start: dict, end: dict) -> list[OffsetRange]:
         start_offsets = offsets_from_json(start)
         end_offsets = offsets_from_json(end)
         fail = self.opts.fail_on_data_loss
         with TopicCatalog(self.opts.path, self.opts.filesystem_options) as catalog:
+            if self._available_now is not None:
+                self._verify_end_for_available_now(catalog, end_offsets)
             existing = set(catalog.topic_partitions(self.opts.subscription))
             new_initial = {}
             for tp in sorted(set(end_offsets) - set(start_offsets)):
