@@ -617,3 +617,69 @@ def test_a_metadata_request_auto_creates_the_transaction_topic_with_its_own_sett
         assert log_manager.partitions("__transaction_state") == [0, 1, 2]
         config = log_manager.topic_config("__transaction_state")
         assert config.cleanup_policy == ("compact",) and config.compression_type == "uncompressed"
+
+
+@pytest.mark.parametrize("deletion", ["delete_group", "delete_group_with_commit", "delete_offsets"])
+def test_a_deletion_drops_an_open_transactions_offsets(tmp_path: Path, deletion: str) -> None:
+    """Deleting a group or its offsets while a transaction holds offsets for it: the tombstone drops
+    the pending commit too (Kafka's ``OffsetMetadataManager.deleteAllOffsets``/``deleteOffsets`` and
+    the replay of a tombstone), so the transaction's COMMIT brings nothing back — live, and after a
+    restart that replays the log."""
+    from kafka import KafkaAdminClient
+
+    data_dir = tmp_path / "data"
+    with Broker(data_dir, configs=CONFIG) as broker:
+        bootstrap = broker.bootstrap_servers
+        _produce(bootstrap, "t", 1)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+        try:
+            if deletion == "delete_group_with_commit":
+                admin.alter_group_offsets("G", {TopicPartition("t", 0): OffsetAndMetadata(1, "", -1)})
+            producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": "tx-1"})
+            producer.init_transactions(10)
+            producer.begin_transaction()
+            producer.produce("t", b"v")
+            member = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "G"})
+            producer.send_offsets_to_transaction([ck.TopicPartition("t", 0, 42)],
+                                                 member.consumer_group_metadata(), 10)
+            member.close()
+            if deletion == "delete_offsets":
+                admin.delete_group_offsets("G", [TopicPartition("t", 0)])
+            else:
+                admin.delete_groups(["G"])
+            producer.commit_transaction(10)
+            assert _committed_ck(bootstrap, "G", "t")[0] == ck.OFFSET_INVALID
+        finally:
+            admin.close()
+    with Broker(data_dir, configs=CONFIG) as broker:
+        assert _committed_ck(broker.bootstrap_servers, "G", "t")[0] == ck.OFFSET_INVALID
+
+
+def test_pending_transactional_offsets_outlive_expiry_and_go_with_their_topic(tmp_path: Path) -> None:
+    """An expired offset is kept while an open transaction holds a commit for its partition (Kafka's
+    ``cleanupExpiredOffsets``), and a deleted topic's pending commits are tombstoned with its offsets
+    (``onPartitionsDeleted``)."""
+    clock = MockTime(1_700_000_000_000)
+    retention = 60_000
+
+    async def scenario() -> None:
+        with LogManager(tmp_path / "data", time=clock) as log_manager:
+            log_manager.create_topic("t", 2)
+            manager = GroupMetadataManager(log_manager, num_partitions=1, retention_ms=retention, time=clock)
+            manager.load()
+            await manager.store_offsets("g", {("t", 0): OffsetCommitValue(1, -1, "", clock.milliseconds())})
+            clock.sleep(retention + 1)
+            pending = OffsetCommitValue(42, -1, "", clock.milliseconds())
+            assert await manager.store_txn_offsets("g", 1000, 0, {("t", 0): pending}) == {("t", 0): 0}
+            assert await manager.cleanup_expired_offsets(lambda group: None) == 0
+            manager.complete_txn_offsets(1000, 0, commit=True)
+            assert manager.get_offsets("g") == {("t", 0): pending}
+
+            # a topic deleted while only a pending commit names it: the COMMIT applies nothing
+            await manager.store_txn_offsets("g", 1001, 0, {("t", 1): OffsetCommitValue(9, -1, "", 0)})
+            assert await manager.remove_offsets_of_topic("t") == 2
+            assert not manager.has_pending_txn_offsets("g")
+            manager.complete_txn_offsets(1001, 0, commit=True)
+            assert manager.get_offsets("g") == {}
+
+    asyncio.run(scenario())

@@ -133,14 +133,17 @@ class GroupMetadataManager:
         return error
 
     async def delete_group(self, group_id: str) -> int:
-        """Tombstones for the group's metadata and every offset it committed."""
-        offsets = self._offsets.get(group_id, {})
+        """Tombstones for the group's metadata and every offset it committed or an open transaction
+        holds for it (Kafka's ``deleteAllOffsets``: the tombstone also drops the pending commit, so
+        the transaction's COMMIT marker cannot bring the offset back)."""
+        partitions = sorted(set(self._offsets.get(group_id, {})) | self._pending_partitions(group_id))
         records: list[tuple[bytes, bytes | None]] = [
-            (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in sorted(offsets)
+            (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in partitions
         ]
         records.append((encode_group_metadata_key(group_id), None))
         error, _ = self._append(group_id, records)
         if error == _NONE:
+            self._drop_pending(group_id, partitions)
             self._offsets.pop(group_id, None)
             self._positions.pop(group_id, None)
             self._groups.pop(group_id, None)
@@ -212,6 +215,25 @@ class GroupMetadataManager:
         return any(group_id in groups and (tp is None or tp in groups[group_id])
                    for groups in self._pending_txn.values())
 
+    def _pending_partitions(self, group_id: str) -> set[TopicPartitionKey]:
+        return {tp for groups in self._pending_txn.values() for tp in groups.get(group_id, ())}
+
+    def _drop_pending(self, group_id: str, partitions: Iterable[TopicPartitionKey]) -> None:
+        """An offset tombstone also removes every open transaction's pending commit of the partition
+        (Kafka's ``OffsetMetadataManager.replay`` of a tombstone)."""
+        gone = set(partitions)
+        for producer_id in list(self._pending_txn):
+            groups = self._pending_txn[producer_id]
+            pending = groups.get(group_id)
+            if pending is None:
+                continue
+            for tp in gone & pending.keys():
+                del pending[tp]
+            if not pending:
+                del groups[group_id]
+            if not groups:
+                del self._pending_txn[producer_id]
+
     def get_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey] | None = None
                     ) -> dict[TopicPartitionKey, OffsetCommitValue]:
         """The committed offsets of ``partitions`` that have one (every one when None)."""
@@ -222,13 +244,17 @@ class GroupMetadataManager:
 
     async def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartitionKey]
                              ) -> dict[TopicPartitionKey, int]:
+        """Tombstones for the partitions that have a committed offset or an open transaction's
+        pending one (Kafka writes one for either, and it drops the pending commit too)."""
         wanted = list(partitions)
         stored = self._offsets.get(group_id, {})
-        present = [tp for tp in wanted if tp in stored]
+        pending = self._pending_partitions(group_id)
+        present = [tp for tp in dict.fromkeys(wanted) if tp in stored or tp in pending]
         error, position = self._append(group_id, [
             (encode_offset_commit_key(OffsetCommitKey(group_id, t, p)), None) for t, p in present
         ])
         if error == _NONE:
+            self._drop_pending(group_id, present)
             positions = self._positions.setdefault(group_id, {})
             for tp in present:
                 stored.pop(tp, None)
@@ -238,10 +264,13 @@ class GroupMetadataManager:
         return {tp: error for tp in wanted}
 
     async def remove_offsets_of_topic(self, topic: str) -> int:
-        """Tombstone every group's offsets of a deleted topic; returns how many went."""
+        """Tombstone every group's offsets of a deleted topic, committed or pending in an open
+        transaction (Kafka's ``onPartitionsDeleted``); returns how many went."""
         removed = 0
-        for group_id in sorted(self.group_ids_with_offsets()):
-            gone = [tp for tp in self._offsets.get(group_id, {}) if tp[0] == topic]
+        groups = self.group_ids_with_offsets() | {g for gs in self._pending_txn.values() for g in gs}
+        for group_id in sorted(groups):
+            held = set(self._offsets.get(group_id, {})) | self._pending_partitions(group_id)
+            gone = sorted(tp for tp in held if tp[0] == topic)
             if gone:
                 errors = await self.delete_offsets(group_id, gone)
                 removed += sum(1 for e in errors.values() if e == _NONE)
@@ -284,13 +313,9 @@ class GroupMetadataManager:
         ``doLoadGroupsAndOffsets``): COMMIT applies them, ABORT drops them, none yet leaves them pending."""
         partition_log = self._log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
         skipped = 0
-        open_txns: dict[int, list[tuple[OffsetCommitKey, OffsetCommitValue | None, int]]] = {}
         for batch in partition_log.batches(partition_log.log_start_offset):
             if batch.is_control:
-                ended = open_txns.pop(batch.producer_id, [])
-                if _is_commit_marker(batch):
-                    for key, value, position in ended:
-                        self._apply_commit(key.group, (key.topic, key.partition), value, position)
+                self.complete_txn_offsets(batch.producer_id, partition, _is_commit_marker(batch))
                 continue
             for record in batch.records():
                 if record.key is None:
@@ -304,17 +329,15 @@ class GroupMetadataManager:
                     log.warning("%s-%d offset %d: unreadable record skipped: %s",
                                 GROUP_METADATA_TOPIC_NAME, partition, record.offset, e)
                     continue
-                if batch.is_transactional and isinstance(any_key, OffsetCommitKey):
-                    assert not isinstance(any_value, GroupMetadataValue)
-                    entry = (any_key, any_value, batch.base_offset)
-                    open_txns.setdefault(batch.producer_id, []).append(entry)
+                # as Kafka's replay: a transactional commit waits for its marker; a tombstone (in a
+                # transaction or not) deletes at once
+                if (batch.is_transactional and isinstance(any_key, OffsetCommitKey)
+                        and isinstance(any_value, OffsetCommitValue)):
+                    groups = self._pending_txn.setdefault(batch.producer_id, {})
+                    tp = (any_key.topic, any_key.partition)
+                    groups.setdefault(any_key.group, {})[tp] = (any_value, batch.base_offset)
                 else:
                     self._replay(any_key, any_value, batch.base_offset)
-        for producer_id, entries in open_txns.items():
-            for key, value, position in entries:
-                if value is not None:
-                    groups = self._pending_txn.setdefault(producer_id, {})
-                    groups.setdefault(key.group, {})[(key.topic, key.partition)] = (value, position)
         return skipped
 
     def _replay(self, key: OffsetCommitKey | GroupMetadataKey,
@@ -322,6 +345,8 @@ class GroupMetadataManager:
         if isinstance(key, OffsetCommitKey):
             assert not isinstance(value, GroupMetadataValue)
             self._apply_commit(key.group, (key.topic, key.partition), value, position)
+            if value is None:
+                self._drop_pending(key.group, [(key.topic, key.partition)])
         elif isinstance(value, GroupMetadataValue):
             self._groups[key.group] = value
         else:
@@ -345,6 +370,8 @@ class GroupMetadataManager:
             return []
         expired = []
         for tp, value in candidates:
+            if self.has_pending_txn_offsets(group_id, tp):
+                continue  # Kafka waits for the open transaction to end before expiring it
             if value.expire_timestamp >= 0:
                 if now >= value.expire_timestamp:
                     expired.append(tp)
