@@ -266,3 +266,27 @@ def test_a_directory_written_at_a_later_epoch_is_served_at_it(tmp_path):
             consumer.close()
         assert values == [(0, b"old-3", 3), (1, b"old-3", 3), (2, b"old-7", 7), (3, b"old-7", 7),
                           (4, b"new", 7)]
+
+
+def test_metadata_answers_each_topic_once_and_ids_before_names(tmp_path):
+    """Kafka turns the request into a set (``metadataRequest.topics.asScala.toSet``), and once an id
+    is given (v12+) it looks up only the ids: a name beside them is neither answered nor created."""
+    import uuid
+
+    broker = Broker(tmp_path, configs={"num.partitions": 1})
+    with broker, _raw.connect(broker.bootstrap_servers) as sock:
+        topic_id = _metadata(sock, ["dup"]).topics[0].topic_id
+        assert [(t.name, t.error_code) for t in _metadata(sock, ["dup", "dup", "nope/", "nope/"]).topics] == [
+            ("dup", ErrorCode.none), ("nope/", ErrorCode.invalid_topic_exception)]
+        cls, mod = _raw.request_class(3, 12)
+
+        def by(*entries):
+            topics = tuple(mod.MetadataRequestTopic(name=n, topic_id=i) for n, i in entries)
+            return _raw.request(sock, cls(topics=topics, allow_auto_topic_creation=True,
+                                          include_topic_authorized_operations=False)).topics
+
+        unknown = uuid.uuid4()
+        answered = by((None, topic_id), (None, topic_id), (None, unknown), ("by-name", uuid.UUID(int=0)))
+        assert [(t.name, t.topic_id, t.error_code) for t in answered] == [
+            ("dup", topic_id, ErrorCode.none), (None, unknown, ErrorCode.unknown_topic_id)]
+        assert [t.name for t in _metadata(sock, None).topics] == ["dup"]  # "by-name" was not created

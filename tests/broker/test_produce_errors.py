@@ -124,6 +124,11 @@ def test_per_partition_error_codes(broker):
         internal = _produce(sock, "__consumer_offsets", _batch(1))
         assert (internal.error_code, internal.log_start_offset, internal.error_message) == (
             ErrorCode.invalid_topic_exception, 0, None)
+        # the share-group coordinator's topic is internal too (Kafka's Topic.INTERNAL_TOPICS), when a
+        # data directory holds it
+        broker.server.log_manager.create_topic("__share_group_state", 1, {"cleanup.policy": "delete"})
+        share = _produce(sock, "__share_group_state", _batch(1))
+        assert share.error_code == ErrorCode.invalid_topic_exception
         assert _produce(sock, "errs", _batch(1, size=5000)).error_code == ErrorCode.message_too_large
         corrupt = bytearray(_batch(2))
         corrupt[-1] ^= 0xFF

@@ -119,8 +119,8 @@ def _request(sock, api_key, version, body: bytes, correlation_id=1) -> bytes:
     return _raw.recv_frame(sock)
 
 
-def _handshake(sock, mechanism: str):
-    cls, _ = _raw.request_class(17, 1)
+def _handshake(sock, mechanism: str, version=1):
+    cls, _ = _raw.request_class(17, version)
     return _raw.request(sock, cls(mechanism=mechanism))
 
 
@@ -192,6 +192,51 @@ def test_the_exchange_on_the_wire(broker):
     with _raw.connect(broker.bootstrap_servers) as sock:
         assert _handshake(sock, "PLAIN").error_code == ErrorCode.illegal_sasl_state
         assert _authenticate(sock, b"\0alice\0alice-secret").error_code == ErrorCode.illegal_sasl_state
+
+
+def test_handshake_v0_exchanges_bare_tokens(broker):
+    """SaslHandshake v0 (KIP-152's predecessor, clients before Kafka 1.0): the tokens then travel as
+    bare size-prefixed frames, answered likewise (PLAIN: an empty frame); a failed login is not
+    answered, the connection closes. On PLAINTEXT v0 is ILLEGAL_SASL_STATE like v1, and ApiVersions
+    lists 0-1 as Kafka does."""
+    port = broker.server.bound_ports["SASL_PLAINTEXT"]
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as sock:
+        assert _handshake(sock, "PLAIN", version=0).error_code == ErrorCode.none
+        _raw.send_frame(sock, b"\0alice\0alice-secret")
+        assert _raw.recv_frame(sock) == b""
+        cls, _ = _raw.request_class(3, 12)
+        metadata = _raw.request(
+            sock, cls(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        )
+        assert [b.port for b in metadata.brokers] == [port]
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as sock:
+        assert _handshake(sock, "PLAIN", version=0).error_code == ErrorCode.none
+        _raw.send_frame(sock, b"\0alice\0wrong")
+        assert _raw.is_closed(sock)
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        assert _handshake(sock, "PLAIN", version=0).error_code == ErrorCode.illegal_sasl_state
+        cls, _ = _raw.request_class(18, 3)
+        table = _raw.request(sock, cls(client_software_name="t", client_software_version="1"))
+        assert (17, 0, 1) in {(k.api_key, k.min_version, k.max_version) for k in table.api_keys}
+
+
+def test_api_versions_once_before_the_handshake(broker):
+    """Kafka's SaslServerAuthenticator answers ApiVersions until one succeeds, then only the
+    handshake: a second ApiVersions closes the connection; one refused (a bad software name) may be
+    retried."""
+    port = broker.server.bound_ports["SASL_PLAINTEXT"]
+    cls, _ = _raw.request_class(18, 3)
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as sock:
+        bad = _raw.request(sock, cls(client_software_name="", client_software_version="1"))
+        assert bad.error_code == ErrorCode.invalid_request
+        assert _raw.request(sock, cls(client_software_name="t", client_software_version="1")).error_code == 0
+        assert _handshake(sock, "PLAIN").error_code == ErrorCode.none
+        assert _authenticate(sock, b"\0alice\0alice-secret").error_code == ErrorCode.none
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as sock:
+        assert _raw.request(sock, cls(client_software_name="t", client_software_version="1")).error_code == 0
+        _raw.send_frame(sock, _raw.header(18, 3, 5) + _raw.encode_body(
+            cls(client_software_name="t", client_software_version="1")))
+        assert _raw.is_closed(sock)
 
 
 def test_confluent_kafka_with_a_wrong_password_gets_an_authentication_error(broker):

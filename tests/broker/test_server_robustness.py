@@ -58,12 +58,25 @@ def test_api_versions_unsupported_version_gets_error_35_in_v0_body(kafkalog_brok
         assert struct.unpack_from(">i", frame)[0] == 77
         response, _ = entity_reader(ApiVersionsV0)(frame, 4)
         assert response.error_code == ErrorCode.unsupported_version
-        served = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        assert served[18] == (0, 4) and served[0][1] >= 9 and 71 not in served
+        # KIP-511: only ApiVersions' own versions, as Kafka's ApiVersionsRequest.getErrorResponse
+        assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 4)]
         # the connection stays usable: v3 now
         cls, _ = _raw.request_class(18, 3)
         ok = _raw.request(sock, cls(client_software_name="raw", client_software_version="1"), 78)
         assert ok.error_code == ErrorCode.none
+
+
+@pytest.mark.parametrize("name, version", [("", "1"), ("raw", ""), ("bad name!", "1"), ("raw", "-1.0"),
+                                           ("raw", "1.0."), ("r\u00e9sum\u00e9", "1"), ("kafka_python", "2")])
+def test_api_versions_refuses_a_client_software_name_out_of_kafkas_pattern(kafkalog_broker, name, version):
+    """v3+: ApiVersionsRequest.isValid — INVALID_REQUEST and no table; the connection stays open."""
+    cls, _ = _raw.request_class(18, 3)
+    with _raw.connect(kafkalog_broker.bootstrap_servers) as sock:
+        refused = _raw.request(sock, cls(client_software_name=name, client_software_version=version), 5)
+        assert refused.error_code == ErrorCode.invalid_request and refused.api_keys == ()
+        ok = _raw.request(sock, cls(client_software_name="confluent-kafka-python",
+                                    client_software_version="2.6.1-rdkafka-2.6.1"), 6)
+        assert ok.error_code == ErrorCode.none and len(ok.api_keys) > 40
 
 
 @pytest.mark.kafkalog_broker_config({"connections.max.idle.ms": 300})

@@ -2,10 +2,12 @@
 KIP-43 and KIP-152), with the mechanisms PLAIN (``broker/plain_sasl_server.py``), SCRAM-SHA-256 and
 SCRAM-SHA-512 (``broker/scram_sasl_server.py``, users in ``broker/scram_credential_store.py``).
 
-Until a connection has authenticated, it may send only ApiVersions, then SaslHandshake (v1: the
-mechanism), then SaslAuthenticate requests carrying the mechanism's tokens until it is done (one for
-PLAIN, two for SCRAM); anything else closes it, as Kafka's ``IllegalSaslStateException`` does, and a
-request over ``sasl.server.max.receive.size`` (512 KiB) is refused before it is read. A mechanism the
+Until a connection has authenticated, it may send only ApiVersions (until one is answered without
+error), then SaslHandshake (the mechanism), then the mechanism's tokens until it is done (one for
+PLAIN, two for SCRAM): after SaslHandshake v1 in SaslAuthenticate requests, after v0 (clients older
+than Kafka 1.0, KIP-152) as bare size-prefixed frames, answered the same way. Anything else closes
+it, as Kafka's ``IllegalSaslStateException`` does, and a request over ``sasl.server.max.receive.size``
+(512 KiB) is refused before it is read. A mechanism the
 listener does not enable is UNSUPPORTED_SASL_MECHANISM (with the enabled ones); a failed login is
 SASL_AUTHENTICATION_FAILED with Kafka's message; the connection is closed after either answer.
 
@@ -77,6 +79,8 @@ class SaslServerAuthenticator:
         self._apis = apis
         self._servers = servers
         self._server: SaslServer | None = None
+        self._raw_tokens = False  # SaslHandshake v0: tokens come without a request header
+        self._api_versions_answered = False
         self.complete = False
         self.close_after_response = False
 
@@ -93,12 +97,19 @@ class SaslServerAuthenticator:
         """The response to one request before authentication; sets ``complete`` once the client
         has authenticated, ``close_after_response`` when the connection must end after this answer.
         Raises InvalidRequestError for a request that has no place here (the connection closes)."""
+        if self._raw_tokens:
+            return self._evaluate_raw_token(bytes(frame), connection_id)
         api_key, api_version, correlation_id = peek_api(frame)
-        if api_key == ApiKey.API_VERSIONS and self._server is None:
-            return await self._apis.handle(frame, client, connection_id, listener_name)
+        if api_key == ApiKey.API_VERSIONS and self._server is None and not self._api_versions_answered:
+            chunks = await self._apis.handle(frame, client, connection_id, listener_name)
+            # Only an answer without error moves on (Kafka's HANDSHAKE_REQUEST state): after error 35
+            # or INVALID_REQUEST the client may try again. The body starts after the correlation id.
+            answer = b"".join(c for c in chunks or () if isinstance(c, bytes))
+            self._api_versions_answered = answer[4:6] == b"\0\0"
+            return chunks
         spec = API_KEYS.get(api_key)
         name = spec.name if spec is not None else f"key {api_key}"
-        if api_key == ApiKey.SASL_HANDSHAKE and self._server is None and api_version == 1:
+        if api_key == ApiKey.SASL_HANDSHAKE and self._server is None and api_version <= 1:
             _, offset = parse_request_header(frame)
             body = decode_request(api_key, api_version, frame, offset)
             cls = response_type(api_key, api_version)
@@ -109,6 +120,7 @@ class SaslServerAuthenticator:
                 response = build(cls, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=enabled)
             else:
                 self._server = factory()
+                self._raw_tokens = api_version == 0
                 response = build(cls, error_code=ErrorCode.none, mechanisms=enabled)
             return [encode_response_header(api_key, api_version, correlation_id) + encode_response(response)]
         if api_key == ApiKey.SASL_AUTHENTICATE and self._server is not None and api_version <= 2:
@@ -135,3 +147,14 @@ class SaslServerAuthenticator:
         raise InvalidRequestError(
             f"Unexpected Kafka request of type {name} v{api_version} during SASL handshake on {connection_id}"
         )
+
+    def _evaluate_raw_token(self, token: bytes, connection_id: str) -> list[Chunk]:
+        """A token after SaslHandshake v0: the challenge goes back as a bare frame (empty when there is
+        none, as Kafka sends for PLAIN); a failed login has no answer, the connection just closes."""
+        assert self._server is not None
+        try:
+            challenge = self._server.evaluate_response(token)
+        except SaslAuthenticationError as e:
+            raise InvalidRequestError(f"SASL authentication failed on {connection_id}: {e}") from None
+        self.complete = self._server.complete
+        return [challenge]

@@ -59,8 +59,9 @@ __all__ = [
 
 # --- topic names and partition directories (§1.1) -------------------------------------------------
 
-# Kafka's Topic.isInternal: the coordinators' topics (its admin client does not list them).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# Kafka's Topic.isInternal: the coordinators' topics (its admin client does not list them), the
+# share-group coordinator's (KIP-932) among them although kafkalog serves no share groups.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 _MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")

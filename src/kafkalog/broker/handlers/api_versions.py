@@ -2,11 +2,15 @@
 and from v3 the feature flags (``broker.features``).
 
 A version above ours is answered, as Kafka does, with error 35 (UNSUPPORTED_VERSION) in a v0 body
-that still lists our table, so the client can retry with a version we serve.
+that lists the versions of ApiVersions we serve (KIP-511), so the client can retry with one of them.
+From v3 the client names its software; a name or version that is not Kafka's pattern (letters,
+digits, ``-`` and ``.``, starting and ending with a letter or digit) is answered with
+INVALID_REQUEST and no table, as ``ApiVersionsRequest.isValid`` has it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
@@ -35,11 +39,14 @@ def advertised_versions(apis: Any) -> list[tuple[int, int, int]]:
     ]
 
 
+_SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
 def unsupported_version_response(apis: Any) -> bytes:
-    """The v0 body with error 35 and our table."""
+    """The v0 body with error 35 and the versions of ApiVersions we serve."""
     keys = tuple(
         ApiVersionV0(api_key=i16(k), min_version=i16(lo), max_version=i16(hi))
-        for k, lo, hi in advertised_versions(apis)
+        for k, lo, hi in advertised_versions(apis) if k == ApiKey.API_VERSIONS
     )
     return encode_response(ApiVersionsResponseV0(error_code=ErrorCode.unsupported_version, api_keys=keys))
 
@@ -47,6 +54,11 @@ def unsupported_version_response(apis: Any) -> bytes:
 @handles(ApiKey.API_VERSIONS, 0, 4)
 async def handle_api_versions_request(apis: Any, request: RequestContext, body: Any) -> Any:
     cls = response_type(ApiKey.API_VERSIONS, request.api_version)
+    if request.api_version >= 3 and not all(
+        _SOFTWARE_NAME_OR_VERSION.fullmatch(text)
+        for text in (body.client_software_name, body.client_software_version)
+    ):
+        return build(cls, error_code=ErrorCode.invalid_request, api_keys=(), throttle_time=ZERO_DELAY)
     api_version_cls = nested_type(cls, "ApiVersion")
     keys = tuple(
         api_version_cls(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in advertised_versions(apis)

@@ -133,6 +133,13 @@ async def handle_topic_metadata_request(apis: Any, request: RequestContext, body
         if version < 12 and any(n is None or (i is not None and i != ZERO_UUID) for n, i in requested):
             # v10-v11 carry topic ids but may not use them (Kafka: INVALID_REQUEST for each topic).
             return _invalid_request_response(cls, topic_cls, requested)
+        # Kafka answers a set: each topic once. Once any id is given, only the ids are looked up
+        # (a name beside them is neither answered nor created).
+        topic_ids = [i for _, i in requested if i is not None and i != ZERO_UUID]
+        if topic_ids:
+            requested = [(None, i) for i in dict.fromkeys(topic_ids)]
+        else:
+            requested = list(dict.fromkeys(requested))
     allow_create = apis.config.auto_create_topics_enable and getattr(body, "allow_auto_topic_creation", True)
     # Asked for from v8; the cluster's field lives in DescribeCluster from v11.
     include_topic_operations = getattr(body, "include_topic_authorized_operations", False)

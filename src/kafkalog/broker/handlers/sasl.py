@@ -1,4 +1,4 @@
-"""SaslHandshake (17), v1, and SaslAuthenticate (36), v0-v2, where no authentication is under way:
+"""SaslHandshake (17), v0-v1, and SaslAuthenticate (36), v0-v2, where no authentication is under way:
 on a PLAINTEXT or SSL listener, or after a connection has authenticated (Kafka's
 ``handleSaslHandshakeRequest`` / ``handleSaslAuthenticateRequest``): ILLEGAL_SASL_STATE. The
 exchange itself, on a SASL listener before authentication, is ``broker/sasl_authenticator.py``'s."""
@@ -16,7 +16,7 @@ from kafkalog.protocol.api_keys import ApiKey
 from kafkalog.protocol.codec import response_type
 
 
-@handles(ApiKey.SASL_HANDSHAKE, 1, 1)
+@handles(ApiKey.SASL_HANDSHAKE, 0, 1)
 async def handle_sasl_handshake_request(apis: Any, request: RequestContext, body: Any) -> Any:
     cls = response_type(ApiKey.SASL_HANDSHAKE, request.api_version)
     return build(cls, error_code=ErrorCode.illegal_sasl_state, mechanisms=())
