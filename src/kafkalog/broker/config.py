@@ -57,7 +57,11 @@ BROKER_DEFAULTS: dict[str, str] = {
     "socket.request.max.bytes": str(100 * 1024 * 1024),
     "socket.send.buffer.bytes": str(100 * 1024),
     "connections.max.idle.ms": "600000",
+    # connection limits (broker/connection_quotas.py)
     "max.connections": str(2**31 - 1),
+    "max.connections.per.ip": str(2**31 - 1),
+    "max.connections.per.ip.overrides": "",
+    "socket.listen.backlog.size": "50",
     "log.retention.check.interval.ms": "300000",
     **CleanerConfig.broker_defaults(),
     "log.flush.scheduler.interval.ms": str(LONG_MAX),

@@ -223,7 +223,8 @@ def _sensitive(name: str) -> bool:
 # defaults (those take their topic config's type; Kafka's hour and minute variants are ints).
 _BROKER_TYPES: dict[str, str] = {
     **dict.fromkeys(("advertised.listeners", "authorizer.class.name", "listener.security.protocol.map",
-                     "listeners", "log.dir", "log.dirs", "ssl.client.auth", "ssl.keystore.type",
+                     "listeners", "log.dir", "log.dirs", "max.connections.per.ip.overrides",
+                     "ssl.client.auth", "ssl.keystore.type",
                      "ssl.truststore.type"), "string"),
     **dict.fromkeys(("auto.create.topics.enable", "delete.topic.enable", "log.cleaner.enable",
                      "transaction.partition.verification.enable"), "boolean"),

@@ -23,6 +23,7 @@ from typing import Any, TypeGuard
 
 from kafkalog.broker.alter_config_op import altered_values, topic_list_default
 from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
+from kafkalog.broker.connection_quotas import CONNECTION_QUOTAS, validate_connection_quota_configs
 from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
 from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
 from kafkalog.storage.config import topic_config_for
@@ -224,6 +225,10 @@ def alter_broker_configs(
         raise InvalidRequestError(str(e)) from e
     _validate_thread_counts(config, new_config)
     try:
+        validate_connection_quota_configs(new_config)
+    except KafkaLogError as e:
+        raise InvalidRequestError(str(e)) from e
+    try:
         cleaner = CleanerConfig.from_broker_props(new_config.values)
         CleanerConfig.from_broker_props(config.values).check_reconfiguration(cleaner)
     except KafkaLogError as e:
@@ -233,4 +238,7 @@ def alter_broker_configs(
         apis.config = new_config
         apis.log_manager.reconfigure_default_config(new_config.log_config)
         apis.log_manager.reconfigure_cleaner(cleaner)  # Kafka restarts its cleaner threads
+        quotas = apis.components.get(CONNECTION_QUOTAS)
+        if quotas is not None:
+            quotas.notify()  # a raised max.connections lets waiting connections in
     return new_config

@@ -20,6 +20,11 @@ from typing import Any
 
 from kafkalog.broker.auth_helper import AUTHORIZER
 from kafkalog.broker.config import KafkaConfig, ListenerSpec
+from kafkalog.broker.connection_quotas import (
+    CONNECTION_QUOTAS,
+    ConnectionQuotas,
+    validate_connection_quota_configs,
+)
 from kafkalog.broker.dynamic_broker_config import load_dynamic_configs
 from kafkalog.broker.group.coordinator_of import GROUP_COORDINATOR
 from kafkalog.broker.group.group_config import GROUP_CONFIG_MANAGER, GroupConfigManager
@@ -95,6 +100,7 @@ class KafkaServer:
             for spec in config.listeners
             if spec.security_protocol in ("SSL", "SASL_SSL")
         }
+        validate_connection_quota_configs(config)
         # The SCRAM users are read now too: a malformed file is a startup error before any log opens.
         scram = ScramCredentialStore.load(self.data_dir)
         group_configs = GroupConfigManager.load(self.data_dir)  # and the group configs
@@ -137,18 +143,22 @@ class KafkaServer:
             if txn_coordinator is not None:
                 # after the groups: completing a transaction can apply offsets it committed
                 txn_coordinator.startup()
+            apis = self.apis
+            quotas = ConnectionQuotas(lambda: apis.config, [spec.name for spec in config.listeners])
+            apis.components[CONNECTION_QUOTAS] = quotas  # a dynamic limit wakes the waiting connections
             for spec in config.listeners:
                 socket_server = SocketServer(
                     self.apis,
                     max_request_bytes=config.socket_request_max_bytes,
                     idle_ms=config.connections_max_idle_ms,
-                    max_connections=config.get_int("max.connections"),
+                    quotas=quotas,
                     listener_name=spec.name,
                     authenticator=_authenticator(self.apis, sasl_servers[spec.name])
                     if spec.name in sasl_servers
                     else None,
                 )
-                await socket_server.start(spec.host, spec.port, tls.get(spec.name))
+                await socket_server.start(spec.host, spec.port, tls.get(spec.name),
+                                          backlog=config.get_int("socket.listen.backlog.size"))
                 self._socket_servers.append(socket_server)
                 self.bound_ports[spec.name] = socket_server.port
                 self.apis.endpoints[spec.name] = BrokerEndpoint(

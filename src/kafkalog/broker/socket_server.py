@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from kafkalog.broker.connection_quotas import ConnectionQuotas, TooManyConnectionsError
 from kafkalog.broker.file_region import FileRegion
 from kafkalog.broker.sasl_authenticator import MAX_RECEIVE_SIZE, SaslServerAuthenticator
 from kafkalog.broker.ssl_factory import ssl_principal
@@ -79,7 +80,7 @@ class SocketServer:
         *,
         max_request_bytes: int,
         idle_ms: int,
-        max_connections: int,
+        quotas: ConnectionQuotas,
         listener_name: str = "",
         authenticator: Callable[[], SaslServerAuthenticator] | None = None,
     ) -> None:
@@ -88,7 +89,7 @@ class SocketServer:
         self._apis = apis
         self._max_request_bytes = max_request_bytes
         self._idle_s = idle_ms / 1000 if idle_ms >= 0 else None
-        self._max_connections = max_connections
+        self._quotas = quotas
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._busy: set[asyncio.Task[None]] = set()  # connections with a request in flight
@@ -101,7 +102,8 @@ class SocketServer:
         sockname = self._server.sockets[0].getsockname()
         return int(sockname[1])
 
-    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None, *,
+                    backlog: int = 50) -> None:
         """Listen on ``host``:``port``; with ``ssl_context``, every connection is TLS (an SSL
         listener), its handshake bounded by ``HANDSHAKE_TIMEOUT_S``."""
         loop = asyncio.get_running_loop()
@@ -113,6 +115,7 @@ class SocketServer:
             host or None,
             port,
             reuse_address=True,
+            backlog=backlog,
             limit=64 * 1024,
             ssl=ssl_context,
             ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if ssl_context is not None else None,
@@ -141,10 +144,28 @@ class SocketServer:
         peer = writer.get_extra_info("peername") or ("?", 0)
         client = (str(peer[0]), int(peer[1]))
         connection_id = f"{client[0]}:{client[1]}-{next(self._ids)}"
-        if self._stopping or len(self._connections) >= self._max_connections:
+        if self._stopping:
             writer.close()
             return
-        self._connections[task] = writer
+        self._connections[task] = writer  # from now on stop() closes it, waiting for a slot or not
+        try:
+            await self._quotas.inc(self._listener_name, client[0], self._idle_s)
+        except (TooManyConnectionsError, TimeoutError, asyncio.CancelledError) as e:
+            if isinstance(e, TooManyConnectionsError):
+                log.info("Closing connection %s: %s", connection_id, e)
+            elif isinstance(e, TimeoutError):
+                log.info("Closing connection %s: no free slot under max.connections %s", connection_id,
+                         str(e) or "within connections.max.idle.ms")
+            self._connections.pop(task, None)
+            writer.close()
+            return
+        try:
+            await self._serve_counted(reader, writer, client, connection_id, task)
+        finally:
+            self._quotas.dec(self._listener_name, client[0])
+
+    async def _serve_counted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                             client: tuple[str, int], connection_id: str, task: asyncio.Task[None]) -> None:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
