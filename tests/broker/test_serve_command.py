@@ -141,3 +141,42 @@ def test_the_data_directory_comes_from_log_dirs_without_data_dir(tmp_path):
         refused = subprocess.run([*CLI, "serve", "--port", "0", *args], capture_output=True, text=True,
                                  timeout=60)
         assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and why in refused.stderr, refused
+
+
+def test_serve_reports_what_crash_recovery_cuts_on_stderr(tmp_path):
+    """As every writing command does: the cut a crashed directory's torn last batch costs is one
+    line on stderr, without -v, once (when the data directory is opened), and the data is cut."""
+    from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
+    from kafkalog.storage.log_manager import LogManager
+
+    data_dir = tmp_path / "data"
+    with LogManager(data_dir) as manager:
+        manager.create_topic("torn", 1)
+        log = manager.get_log("torn", 0)
+        for i in range(10):
+            log.append_as_leader(
+                MemoryRecords.with_records(2, CompressionType.NONE, [SimpleRecord(b"v%d" % i, b"k")])
+            )
+    (data_dir / ".kafka_cleanshutdown").unlink()  # as after a crash
+    segment = data_dir / "torn-0" / "00000000000000000000.log"
+    whole = segment.read_bytes()
+    last_batch = len(whole) // 10  # ten equal one-record batches
+    segment.write_bytes(whole[:-5])
+    proc, _ = _start(["--data-dir", str(data_dir), "--port", "0"])
+    try:
+        assert _stop(proc) == 0
+    finally:
+        if proc.poll() is None:
+            _stop(proc, signal.SIGKILL)
+    stderr = proc.stderr.read()
+    warnings = [line for line in stderr.splitlines() if line.startswith("kafkalog: warning: ")]
+    assert warnings == [
+        f"kafkalog: warning: torn-0: recovery cut data: truncated {last_batch - 5} bytes of "
+        f"00000000000000000000.log at byte {9 * last_batch} (offsets 9 and later) "
+        "(an incomplete batch at the end, a torn write)"
+    ], stderr
+    assert segment.stat().st_size == 9 * last_batch
+    # Opened again: nothing left to cut, nothing reported.
+    proc, _ = _start(["--data-dir", str(data_dir), "--port", "0"])
+    assert _stop(proc) == 0
+    assert "warning" not in proc.stderr.read()

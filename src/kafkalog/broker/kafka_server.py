@@ -43,6 +43,7 @@ from kafkalog.errors import InvalidConfigError, KafkaStorageError
 from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
 from kafkalog.storage.log_manager import LogManager
 from kafkalog.storage.metadata_files import META_PROPERTIES_FILE, read_meta_properties
+from kafkalog.storage.recovery_report import RecoveryReport
 
 __all__ = ["KafkaServer"]
 
@@ -73,6 +74,8 @@ class KafkaServer:
             config = config.with_overrides({"log.dirs": str(self.data_dir.resolve())})
         self.config = config
         self.log_manager: LogManager | None = None
+        # What opening the data directory cut from damaged partitions (kept even if startup fails).
+        self.recovery_reports: list[RecoveryReport] = []
         self.apis: KafkaApis | None = None
         self._socket_servers: list[SocketServer] = []
         self.bound_ports: dict[str, int] = {}  # by listener name
@@ -191,6 +194,7 @@ class KafkaServer:
         config = self.config
         manager = LogManager(self.data_dir, default_config=config.log_config, node_id=config.node_id,
                              lead=True)
+        self.recovery_reports = manager.recovery_reports()
         try:
             # compacted topics (``__consumer_offsets`` among them) are cleaned in the background
             manager.start_cleaner(CleanerConfig.from_broker_props(config.values))

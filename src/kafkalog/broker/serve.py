@@ -7,8 +7,9 @@
 Configs use Kafka's broker names; ``--config`` wins over the file, ``--host``/``--port`` over both,
 and ``--data-dir`` over the configs' ``log.dirs`` (or ``log.dir``), which name the data directory
 when it is not given -- one directory: kafkalog serves a single one.
-On SIGTERM or SIGINT requests in flight are answered, then the logs are flushed and closed and
-Kafka's clean-shutdown marker is written.
+Data that opening a damaged partition cuts is reported on stderr, one line per partition, as every
+writing command reports it. On SIGTERM or SIGINT requests in flight are answered, then the logs are
+flushed and closed and Kafka's clean-shutdown marker is written.
 """
 
 from __future__ import annotations
@@ -107,11 +108,18 @@ def data_dir_of(given: Path | None, originals: Mapping[str, str]) -> Path:
 
 
 async def _serve(server: Any) -> None:
+    from kafkalog.cli import _report_cuts  # imported here: kafkalog.cli imports this module
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    await server.startup()
+    try:
+        await server.startup()
+    finally:
+        # What opening the data directory cut is reported as by every writing command, also when
+        # a later startup step fails (the cut is done by then).
+        _report_cuts(server.recovery_reports)
     # One line on stdout that scripts can wait for.
     print(f"kafkalog: serving {server.data_dir} on {server.bootstrap_servers}", flush=True)
     try:
