@@ -524,10 +524,10 @@ def test_leader_epochs_are_checkpointed_in_kafkas_format(tmp_path: Path) -> None
         log.append_as_leader(batch(2), leader_epoch=3)
         log.append_as_leader(batch(2), leader_epoch=3)
         log.append_as_leader(batch(1), leader_epoch=5)
-        log.append_as_leader(batch(1), leader_epoch=4)  # an older epoch is ignored
-    assert (directory / LEADER_EPOCH_CHECKPOINT_FILE).read_text() == "0\n2\n3 0\n5 4\n"
+        log.append_as_leader(batch(1), leader_epoch=4)  # an older epoch replaces the later (Kafka's assign)
+    assert (directory / LEADER_EPOCH_CHECKPOINT_FILE).read_text() == "0\n2\n3 0\n4 5\n"
     with Log.open(directory, config()) as log:
-        assert log.latest_epoch == 5
+        assert log.latest_epoch == 4
         log.truncate_to(3)
         assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(3, 0)]  # type: ignore[union-attr]
     assert (directory / LEADER_EPOCH_CHECKPOINT_FILE).read_text() == "0\n1\n3 0\n"

@@ -183,6 +183,10 @@ class LeaderEpochCheckpointFile(_CheckpointFile):
             start_offset = java_int(parts[1], INT64_MIN, INT64_MAX)
             if epoch is None or start_offset is None:
                 raise self._malformed(line_no, line, "epoch must be an int and start offset a long")
+            if epoch < 0 or start_offset < 0:
+                # Kafka's reader takes it, but its epoch cache refuses the entry (an
+                # IllegalArgumentException) and the log does not load: named here, with its line.
+                raise self._malformed(line_no, line, "a negative epoch or start offset")
             result.append(EpochEntry(epoch, start_offset))
         return result
 

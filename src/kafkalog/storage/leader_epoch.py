@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import bisect
+import logging
 import threading
 from pathlib import Path
 
-from kafkalog.errors import KafkaStorageError
+from kafkalog.errors import IllegalArgumentError, KafkaStorageError
 from kafkalog.storage.checkpoint import LEADER_EPOCH_CHECKPOINT_FILE, EpochEntry, LeaderEpochCheckpointFile
 from kafkalog.storage.filesystem import FileSystem
+
+log = logging.getLogger(__name__)
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 
 class LeaderEpochCache:
-    """(epoch, start offset) entries, epochs and offsets both increasing, persisted in Kafka's format."""
+    """(epoch, start offset) entries, epochs and offsets both increasing, persisted in Kafka's format.
+
+    As Kafka's ``LeaderEpochFileCache``: a writer creates the file empty when it is missing, and
+    writes it only when the entries change; the entries read are replayed through :meth:`assign`,
+    so a file whose epochs or offsets do not increase loads as ``assign`` would have left it."""
 
     def __init__(self, partition_dir: Path, *, read_only: bool = False, fs: FileSystem | None = None) -> None:
         # A reader reads the file through a filesystem (which may be remote); the writer, locally.
@@ -23,30 +30,62 @@ class LeaderEpochCache:
                                                fs=fs if read_only else None)
         self._lock = threading.Lock()
         self._read_only = read_only
-        entries: list[EpochEntry] = []
+        self._entries: list[EpochEntry] = []
+        self._dirty = False
+        if not read_only:
+            self._create_empty()
         try:
-            entries = self._file.read() if read_only or self._file.path.exists() else []
+            read = self._file.read()
         except KafkaStorageError:
             if not read_only:
                 raise
             # A reader in another process only uses epochs as hints: an unreadable file means none.
-        self._entries: list[EpochEntry] = entries
+            read = []
+        for entry in read:
+            self._assign(entry.epoch, entry.start_offset)
+        # The replay leaves the file as it is, as Kafka's does: it is rewritten at the next change.
         self._dirty = False
+
+    def _create_empty(self) -> None:
+        # Kafka's CheckpointFile creates a missing file with nothing in it (read as no entries).
+        try:
+            with open(self._file.path, "xb"):
+                pass
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise KafkaStorageError(f"Cannot create checkpoint file {self._file.path}: {e}") from e
 
     @property
     def entries(self) -> list[EpochEntry]:
         return list(self._entries)
 
     def assign(self, epoch: int, start_offset: int) -> None:
-        """Record that ``epoch`` starts at ``start_offset`` if it is newer than the latest epoch."""
+        """Record that ``epoch`` starts at ``start_offset`` (Kafka's ``assign``): nothing changes
+        when it is the latest epoch and starts no earlier; otherwise the entries from the end that
+        conflict with it (an epoch at or above it, or a start offset at or after its own) go, and
+        it becomes the latest entry."""
+        if epoch < 0 or start_offset < 0:
+            raise IllegalArgumentError(
+                f"Received invalid partition leader epoch entry (epoch {epoch}, start offset {start_offset}) "
+                f"for {self._file.path}")
         with self._lock:
-            if self._entries and epoch <= self._entries[-1].epoch:
-                return
-            # Entries at or after the new start offset belonged to a log that was truncated away.
-            while self._entries and self._entries[-1].start_offset >= start_offset:
-                self._entries.pop()
-            self._entries.append(EpochEntry(epoch, start_offset))
-            self._dirty = True
+            self._assign(epoch, start_offset)
+
+    def _assign(self, epoch: int, start_offset: int) -> None:
+        entries = self._entries
+        if entries and entries[-1].epoch == epoch and entries[-1].start_offset <= start_offset:
+            return
+        removed: list[EpochEntry] = []
+        while entries and (entries[-1].epoch >= epoch or entries[-1].start_offset >= start_offset):
+            removed.append(entries.pop())
+        entries.append(EpochEntry(epoch, start_offset))
+        self._dirty = True
+        if len(removed) > 1 or (removed and removed[0].start_offset != start_offset):
+            # Only a non-trivial removal is worth a warning (Kafka's): the same start offset
+            # means nothing had been written in the epoch replaced.
+            log.warning("New epoch entry %s in %s caused truncation of conflicting entries %s",
+                        EpochEntry(epoch, start_offset), self._file.path, removed)
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(epoch, end offset) of ``requested_epoch`` (Kafka's ``endOffsetFor``): the latest epoch
@@ -78,7 +117,10 @@ class LeaderEpochCache:
         return self._entries[i].epoch if i >= 0 else None
 
     def truncate_from_end(self, end_offset: int) -> None:
-        """Drop epochs that start at or after ``end_offset`` (the log was truncated there)."""
+        """Drop epochs that start at or after ``end_offset`` (the log was truncated there); a
+        negative ``end_offset`` (undefined) changes nothing, as in Kafka."""
+        if end_offset < 0:
+            return
         with self._lock:
             before = len(self._entries)
             self._entries = [e for e in self._entries if e.start_offset < end_offset]
@@ -107,6 +149,6 @@ class LeaderEpochCache:
         if self._read_only:
             return
         with self._lock:
-            if self._dirty or not self._file.path.exists():
+            if self._dirty:
                 self._file.write(self._entries)
                 self._dirty = False

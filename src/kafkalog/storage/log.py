@@ -388,7 +388,8 @@ class Log:
         log has held (in its leader-epoch cache, or used by an append since it opened), 0 for a new
         log. A writer continues the leadership the directory records -- Kafka's controller only
         ever raises a partition's epoch -- so a directory Kafka wrote at epoch 7 goes on at 7, and
-        its cache keeps that history (an append at a lower epoch would not be recorded in it)."""
+        its cache keeps that history (an append at a lower epoch would drop the later epochs from it,
+        as Kafka's ``assign`` does)."""
         latest = self.latest_epoch
         if latest is not None and latest > self._leader_epoch:
             self._leader_epoch = latest  # kept: a truncation that empties the cache does not lower it
