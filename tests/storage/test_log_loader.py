@@ -242,6 +242,26 @@ def test_corruption_in_a_middle_segment_deletes_everything_after_it(tmp_path: Pa
     assert segment_bases(directory) == bases[:3]
 
 
+def test_a_batch_with_magic_above_2_is_cut_although_its_crc_holds(tmp_path: Path) -> None:
+    """A deliberate difference (docs/FORMAT.md §2): Kafka's recovery keeps such a batch (the magic
+    byte is outside the CRC), which its own fetchers then refuse; kafkalog cuts the log there."""
+    directory = tmp_path / "t-0"
+    with Log.open(directory, CONFIG) as log:
+        for i in range(6):
+            log.append_as_leader(
+                MemoryRecords.with_records(2, CompressionType.NONE, [SimpleRecord(b"v%d" % i)]))
+    segment = directory / f"{SEG0}.log"
+    data = bytearray(segment.read_bytes())
+    size = len(data) // 6  # six equal one-record batches
+    data[2 * size + 16] = 3  # the third batch's magic byte
+    segment.write_bytes(bytes(data))
+    with Log.open(directory, CONFIG, had_clean_shutdown=False, recovery_point=0) as log:
+        assert log.log_end_offset == 2
+        [cut] = log.recovery_report.cuts
+        assert (cut.position, cut.first_offset) == (2 * size, 2) and "unknown magic 3" in cut.reason
+    assert segment.stat().st_size == 2 * size
+
+
 def test_segments_below_the_recovery_point_are_not_recovered(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     fill(directory, 40)
