@@ -162,9 +162,15 @@ def _everything() -> AclBindingFilter:
     [
         ({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}, "StandardAuthorizer only"),
         ({"authorizer.class.name": CONFIGS["authorizer.class.name"], "super.users": "admin"}, "super.users"),
+        ({"authorizer.class.name": CONFIGS["authorizer.class.name"], "super.users": "User:a; "}, None),
+        ({"authorizer.class.name": CONFIGS["authorizer.class.name"], "super.users": ":a;User:"}, None),
     ],
 )
 def test_config_mistakes(tmp_path, configs, message):
+    """super.users as Kafka's parseKafkaPrincipal reads each entry: anything with a colon is taken."""
+    if message is None:
+        assert StandardAuthorizer.from_config(KafkaConfig.from_props(configs), tmp_path) is not None
+        return
     with pytest.raises(InvalidConfigError, match=message):
         StandardAuthorizer.from_config(KafkaConfig.from_props(configs), tmp_path)
 
@@ -236,6 +242,24 @@ def test_acl_apis_through_the_admin_clients(tmp_path):
         with pytest.raises(ck.KafkaException) as denied:
             alice.create_acls(bindings[:1])[bindings[0]].result(TIMEOUT_S)
         assert denied.value.args[0].code() == ck.KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+        # A creation naming ANY or MATCH fails the whole request (Kafka's bindings throw before any is
+        # created): UNKNOWN_SERVER_ERROR without a message for every creation, the valid one too.
+        with sasl_socket(broker, "admin") as sock:
+            cls, mod = _raw.request_class(30, 3)
+
+            def creation(resource_type=2, pattern=3, operation=3, permission=3):
+                return mod.AclCreation(resource_type=resource_type, resource_name="raw",
+                                       resource_pattern_type=pattern, principal="User:carol", host="*",
+                                       operation=operation, permission_type=permission)
+
+            for odd in (creation(resource_type=1), creation(pattern=2), creation(pattern=1),
+                        creation(operation=1), creation(permission=1)):
+                answer = _raw.request(sock, cls(creations=(odd, creation())), correlation_id=4)
+                assert [(r.error_code, r.error_message) for r in answer.results] == [
+                    (ErrorCode.unknown_server_error, None)] * 2
+        carol = CkFilter(CkType.ANY, None, CkPattern.ANY, "User:carol", None, CkOp.ANY, CkPerm.ANY)
+        assert admin.describe_acls(carol).result(TIMEOUT_S) == []
 
         topic_filter = CkFilter(CkType.TOPIC, "t", CkPattern.MATCH, None, None, CkOp.ANY, CkPerm.ANY)
         removed = admin.delete_acls([topic_filter])[topic_filter].result(TIMEOUT_S)

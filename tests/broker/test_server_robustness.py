@@ -182,3 +182,17 @@ def test_running_out_of_file_handles_logs_a_warning_not_a_storm(tmp_path):
                 proc.wait(10)
     assert 1 <= stderr.count("Cannot accept connections") <= 3, stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
+
+
+@pytest.mark.parametrize("peer, java", [
+    ("127.0.0.1", "127.0.0.1"),
+    ("::1", "0:0:0:0:0:0:0:1"),
+    ("2001:db8::ff00:42:8329", "2001:db8:0:0:0:ff00:42:8329"),
+    ("::ffff:10.0.0.7", "10.0.0.7"),
+    ("fe80::1%eth0", "fe80:0:0:0:0:0:0:1%eth0"),
+])
+def test_client_addresses_are_written_as_java_writes_them(peer, java):
+    """ACL host rules and group member hosts compare with InetAddress.getHostAddress's text."""
+    from kafkalog.broker.socket_server import java_host_address
+
+    assert java_host_address(peer) == java

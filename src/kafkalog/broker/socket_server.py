@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import itertools
 import logging
 import socket
@@ -71,6 +72,22 @@ class _AcceptFailureLog:
             self._folded,
         )
         self._last, self._folded = now, 0
+
+
+def java_host_address(host: str) -> str:
+    """A client address as Java's ``InetAddress.getHostAddress`` writes it, which ACL host rules,
+    group member hosts and logs are compared with: IPv6 in eight groups without leading zeros
+    (``0:0:0:0:0:0:0:1``, not ``::1``), an IPv4-mapped IPv6 address as the IPv4 one, a scope kept."""
+    address, sep, scope = host.partition("%")
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return ":".join(f"{int(group, 16):x}" for group in ip.exploded.split(":")) + sep + scope
+    return str(ip)
 
 
 class SocketServer:
@@ -142,7 +159,7 @@ class SocketServer:
         task = asyncio.current_task()
         assert task is not None
         peer = writer.get_extra_info("peername") or ("?", 0)
-        client = (str(peer[0]), int(peer[1]))
+        client = (java_host_address(str(peer[0])), int(peer[1]))
         connection_id = f"{client[0]}:{client[1]}-{next(self._ids)}"
         if self._stopping:
             writer.close()

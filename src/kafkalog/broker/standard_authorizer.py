@@ -85,7 +85,9 @@ def _grants(acl: StandardAcl, operation: AclOperation) -> bool:
 
 
 def _validate_new(acl: StandardAcl) -> str | None:
-    """What is wrong with an ACL to create (Kafka's ``AclApis`` and ``validateNewAcl``), or None."""
+    """What is wrong with an ACL to create (Kafka's ``AclApis`` and ``validateNewAcl``), or None.
+    One check is kafkalog's own: a principal without ``Type:``, which Kafka stores and then cannot
+    parse at each authorization (``StandardAcl.kafkaPrincipal``) — refused here instead."""
     if acl.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
         return f"Invalid resourceType {acl.resource_type.name}"
     if acl.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
@@ -98,7 +100,7 @@ def _validate_new(acl: StandardAcl) -> str | None:
         return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     if not acl.resource_name:
         return "Invalid empty resource name"
-    if ":" not in acl.principal:
+    if ":" not in acl.principal:  # Kafka stores it, then fails every authorization it is met in
         return (
             f"Could not parse principal from `{acl.principal}` (no colon is present separating the "
             "principal type from the principal name)"
@@ -166,7 +168,7 @@ class StandardAuthorizer:
             )
         super_users = [u.strip() for u in config.get_str("super.users", "").split(";") if u.strip()]
         for user in super_users:
-            if ":" not in user[1:]:
+            if ":" not in user:  # Kafka's parseKafkaPrincipal: split(":", 2) must give two parts
                 raise InvalidConfigError(
                     f"super.users: expected a string in format principalType:principalName but got {user}"
                 )

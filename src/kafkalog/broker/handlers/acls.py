@@ -8,7 +8,9 @@ Kafka's answer rather than a closed connection (and librdkafka, which needs the 
 them, gets to ask).
 
 A filter or an ACL with an UNKNOWN part (a code the enums do not know), which Kafka refuses while
-parsing the request, is INVALID_REQUEST here, for that filter or creation only.
+parsing the request (closing the connection), is INVALID_REQUEST here, for that filter or creation
+only. A creation naming ANY (or the pattern MATCH) fails the whole request as in Kafka: building the
+ACL bindings throws before any is created, and every creation gets UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations
@@ -56,6 +58,17 @@ def _filter(body: Any) -> AclBindingFilter:
         body.host_filter,
         _code(AclOperation, body.operation),
         _code(AclPermissionType, body.permission_type),
+    )
+
+
+def _names_a_filter_value(creation: Any) -> bool:
+    """ANY (or MATCH) in an ACL to create: Kafka's ``ResourcePattern``/``AccessControlEntry``
+    constructors throw for them."""
+    return (
+        creation.resource_type == ResourceType.ANY
+        or creation.resource_pattern_type in (PatternType.ANY, PatternType.MATCH)
+        or creation.operation == AclOperation.ANY
+        or creation.permission_type == AclPermissionType.ANY
     )
 
 
@@ -120,6 +133,9 @@ async def handle_create_acls_request(apis: Any, request: RequestContext, body: A
     if refusal is not None or auth is None:
         code, message = refusal or (ErrorCode.security_disabled, _MESSAGE)
         result = build(result_cls, error_code=code, error_message=message)
+        return build(cls, throttle_time=ZERO_DELAY, results=tuple(result for _ in body.creations))
+    if any(_names_a_filter_value(c) for c in body.creations):
+        result = build(result_cls, error_code=ErrorCode.unknown_server_error, error_message=None)
         return build(cls, throttle_time=ZERO_DELAY, results=tuple(result for _ in body.creations))
     acls = [
         StandardAcl(
