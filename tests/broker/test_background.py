@@ -37,3 +37,33 @@ def test_background_retention(tmp_path):
         assert p.error_code == ErrorCode.offset_out_of_range
         _, p = _fetch(sock, "old", 8)
         assert (p.error_code, p.log_start_offset, p.high_watermark) == (ErrorCode.none, 8, 8)
+
+
+def test_deleted_files_go_after_the_file_delete_delay_not_at_the_next_check(tmp_path):
+    # Kafka schedules a one-shot delete-file task file.delete.delay.ms after the rename; the next
+    # retention check (2 s later here) must not be what removes the files.
+    configs = {
+        "log.retention.check.interval.ms": 2000,
+        "log.retention.ms": 60_000,
+        "log.segment.bytes": 300,
+        "log.segment.delete.delay.ms": 300,
+    }
+    with Broker(tmp_path, configs=configs) as broker, _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "old")
+        for _ in range(4):
+            assert _produce(sock, "old", _batch(2, size=100, timestamp=1_700_000_000_000)).error_code == 0
+        partition_dir = tmp_path / "old-0"
+        renamed = gone = None
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            deleted = list(partition_dir.glob("*.deleted"))
+            now = time.monotonic()
+            if deleted and renamed is None:
+                renamed = now
+            if renamed is not None and not deleted:
+                gone = now
+                break
+            time.sleep(0.02)
+        assert renamed is not None and gone is not None
+        assert 0.15 <= gone - renamed < 1.2
+        assert sorted(p.name for p in partition_dir.glob("*.log")) == ["00000000000000000008.log"]

@@ -151,6 +151,20 @@ def test_deleted_segments_are_removed_after_the_delay(tmp_path: Path, time: Mock
         assert not files(log, ".deleted")
 
 
+def test_each_deleted_segment_reports_when_it_is_due(tmp_path: Path, time: MockTime) -> None:
+    # The broker schedules Kafka's one-shot delete-file task from these reports.
+    with make_log(tmp_path, time, [T0] * 9, retention_ms=HOUR, file_delete_delay_ms=60_000) as log:
+        due: list[int] = []
+        log.set_file_delete_listener(due.append)
+        assert log.next_file_delete_ms is None
+        assert log.delete_old_segments() == 3
+        assert due == [time.milliseconds() + 60_000] * 3
+        assert log.next_file_delete_ms == time.milliseconds() + 60_000
+        time.sleep(60_000)
+        assert log.delete_pending_files() == 3
+        assert log.next_file_delete_ms is None
+
+
 def test_close_removes_pending_deletes_and_reopen_finishes_leftovers(tmp_path: Path, time: MockTime) -> None:
     with make_log(tmp_path, time, [T0] * 9, retention_ms=HOUR) as log:
         log.delete_old_segments()

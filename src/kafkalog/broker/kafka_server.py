@@ -2,7 +2,8 @@
 
 Startup: open the data directory with ``LogManager`` (recovery runs in an executor thread), check
 ``meta.properties`` against ``node.id``, build the ``ReplicaManager`` and ``KafkaApis``, listen,
-start the background tasks (retention every ``log.retention.check.interval.ms``, flushing of logs
+start the background tasks (retention every ``log.retention.check.interval.ms``, removal of ``.deleted``
+segment files ``file.delete.delay.ms`` after their rename, flushing of logs
 with a ``flush.ms`` every ``log.flush.scheduler.interval.ms``, recovery-point checkpoints every
 ``log.flush.offset.checkpoint.interval.ms``). Shutdown: parked fetches are completed, requests in
 flight are answered, connections closed, then ``LogManager.close`` flushes, checkpoints and writes
@@ -82,6 +83,7 @@ class KafkaServer:
         self._tasks: list[asyncio.Task[None]] = []
         self.bound_port: int | None = None
         self._last_flush: dict[Path, float] = {}
+        self._file_delete_timers: dict[int, asyncio.TimerHandle] = {}  # by due time (log clock, ms)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -205,6 +207,17 @@ class KafkaServer:
 
     def _start_background_tasks(self) -> None:
         config = self.config
+        assert self.log_manager is not None
+        loop = asyncio.get_running_loop()
+
+        def file_delete_scheduled(due_ms: int) -> None:  # any thread: the cleaner's too
+            with contextlib.suppress(RuntimeError):  # loop closed: LogManager.close deletes them all
+                loop.call_soon_threadsafe(self._schedule_file_delete, due_ms)
+
+        self.log_manager.set_file_delete_listener(file_delete_scheduled)
+        first_due = self.log_manager.next_file_delete_ms()
+        if first_due is not None:
+            self._schedule_file_delete(first_due)
         self._schedule("kafka-log-retention", config.log_retention_check_interval_ms, self._cleanup_logs)
         if config.log_flush_scheduler_interval_ms < _LONG_MAX:
             self._schedule(
@@ -242,13 +255,34 @@ class KafkaServer:
 
         self._tasks.append(asyncio.get_running_loop().create_task(run(), name=name))
 
+    def _schedule_file_delete(self, due_ms: int) -> None:
+        """A one-shot timer removes ``.deleted`` segments at ``due_ms`` (Kafka's ``delete-file`` task,
+        ``file.delete.delay.ms`` after the rename); one timer per due time."""
+        if self.log_manager is None or due_ms in self._file_delete_timers:
+            return
+        delay_ms = max(0, due_ms - self.log_manager.time.milliseconds())
+        self._file_delete_timers[due_ms] = asyncio.get_running_loop().call_later(
+            delay_ms / 1000, self._delete_files, due_ms)
+
+    def _delete_files(self, due_ms: int) -> None:
+        self._file_delete_timers.pop(due_ms, None)
+        manager = self.log_manager
+        if manager is None:
+            return
+        try:
+            manager.delete_pending_files()
+        except Exception:
+            log.exception("Error deleting segment files")
+        # The loop's clock and the logs' may disagree a little: what is not due yet gets its own timer.
+        next_due = manager.next_file_delete_ms()
+        if next_due is not None:
+            self._schedule_file_delete(next_due)
+
     async def _cleanup_logs(self) -> None:
         assert self.log_manager is not None
         deleted = self.log_manager.cleanup_logs()
         if deleted:
             log.info("Retention deleted %d segment(s)", deleted)
-        for partition_log in self.log_manager.logs():
-            partition_log.delete_pending_files()
 
     async def _flush_dirty_logs(self) -> None:
         assert self.log_manager is not None
@@ -307,6 +341,11 @@ class KafkaServer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        for timer in self._file_delete_timers.values():
+            timer.cancel()
+        self._file_delete_timers.clear()
+        if self.log_manager is not None:
+            self.log_manager.set_file_delete_listener(None)  # closing deletes what still waits
         for component in self.apis.components.values() if self.apis is not None else ():
             closer: Any = getattr(component, "shutdown", None)
             if closer is not None:

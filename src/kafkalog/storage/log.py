@@ -238,6 +238,8 @@ class Log:
         self._last_flush_ms = time.milliseconds()
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        # Told the due time of each segment renamed ``.deleted`` (the broker schedules its deletion).
+        self._file_delete_listener: Callable[[int], None] | None = None
         self._retired: list[LogSegment] = []  # read-only: segments replaced on disk (closed at close)
         self.topic, self.partition = parse_topic_partition(directory.name)
         self._recovery_report = RecoveryReport(self.topic, self.partition)
@@ -1105,7 +1107,7 @@ class Log:
             deadline = self._time.milliseconds() + self._config.file_delete_delay_ms
             deleted_not_replaced = swap_segments(
                 self._dir, self._segments, new_sorted, old_sorted,
-                lambda segment: self._pending_deletes.append((deadline, segment)))
+                lambda segment: self._add_pending_delete(deadline, segment))
             for segment in deleted_not_replaced:
                 self._producer_state.delete_snapshot(segment.base_offset)
             return deleted_not_replaced
@@ -1269,8 +1271,28 @@ class Log:
 
     def _mark_deleted(self, segment: LogSegment) -> None:
         segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
-        self._pending_deletes.append((self._time.milliseconds() + self._config.file_delete_delay_ms, segment))
+        self._add_pending_delete(self._time.milliseconds() + self._config.file_delete_delay_ms, segment)
         self._producer_state.delete_snapshot(segment.base_offset)
+
+    def _add_pending_delete(self, due_ms: int, segment: LogSegment) -> None:
+        self._pending_deletes.append((due_ms, segment))
+        listener = self._file_delete_listener
+        if listener is not None:
+            listener(due_ms)
+
+    def set_file_delete_listener(self, listener: Callable[[int], None] | None) -> None:
+        """``listener(due_ms)`` is called (under this log's lock, from whichever thread deletes) each time
+        a segment is renamed ``.deleted``: at ``due_ms`` (this log's clock) :meth:`delete_pending_files`
+        removes it. Kafka schedules that as a one-shot ``delete-file`` task after ``file.delete.delay.ms``;
+        the listener lets the owner of the scheduler do so. It must not block."""
+        with self._lock:
+            self._file_delete_listener = listener
+
+    @property
+    def next_file_delete_ms(self) -> int | None:
+        """When the earliest ``.deleted`` segment is due for removal (None: nothing waits)."""
+        with self._lock:
+            return min((t for t, _ in self._pending_deletes), default=None)
 
     def _set_log_start_offset(self, offset: int) -> None:
         if offset <= self._log_start_offset:

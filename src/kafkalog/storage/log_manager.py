@@ -219,6 +219,7 @@ class LogManager:
         self._cleaner: LogCleaner | None = None
         self._had_clean_shutdown = False
         self._lead = lead and not read_only
+        self._file_delete_listener: Callable[[int], None] | None = None
         self._prepare_dir(node_id, cluster_id)
         try:
             self._load(force_recovery, full_recovery, progress)
@@ -462,6 +463,7 @@ class LogManager:
         try:
             # Log.open writes partition.metadata with the topic id, before any append (as Kafka does).
             created = Log.open(directory, config, time=self._time, topic_id=topic_id)
+            created.set_file_delete_listener(self._file_delete_listener)
             if self._lead:
                 created.become_leader()
         except BaseException:
@@ -672,6 +674,25 @@ class LogManager:
             if deleted:
                 self.checkpoint()
             return deleted
+
+    def set_file_delete_listener(self, listener: Callable[[int], None] | None) -> None:
+        """Every log, loaded now or created later, calls ``listener(due_ms)`` when it renames a segment
+        ``.deleted`` (``Log.set_file_delete_listener``); the caller then runs :meth:`delete_pending_files`
+        at ``due_ms``, as Kafka's scheduler runs its one-shot ``delete-file`` task."""
+        with self._lock:
+            self._file_delete_listener = listener
+            for p in self._logs.values():
+                p.set_file_delete_listener(listener)
+
+    def delete_pending_files(self) -> int:
+        """Remove every ``.deleted`` segment whose ``file.delete.delay.ms`` has passed; returns how many."""
+        # Without self._lock (see _logs_by_partition): a log's own lock suffices.
+        return sum(p.delete_pending_files() for p in self._logs_by_partition().values())
+
+    def next_file_delete_ms(self) -> int | None:
+        """When the earliest ``.deleted`` segment of any log is due (None: nothing waits)."""
+        logs = self._logs_by_partition().values()
+        return min((t for p in logs if (t := p.next_file_delete_ms) is not None), default=None)
 
     def flush(self) -> None:
         with self._lock:
