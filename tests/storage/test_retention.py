@@ -3,6 +3,7 @@ time, size and log-start-offset breaches, the active segment, and asynchronous `
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from kafkalog.errors import IllegalArgumentError
 from kafkalog.records import CompressionType, MemoryRecords, SimpleRecord
 from kafkalog.records.types import NO_TIMESTAMP
 from kafkalog.storage.log import Log
+from kafkalog.storage.log_manager import LogManager
 from tests.storage.conftest import T0, config
 
 HOUR = 3_600_000
@@ -74,6 +76,34 @@ def test_every_segment_expired_rolls_first_and_keeps_the_log_end(tmp_path: Path,
         assert log.delete_old_segments() == 0
         log.append_as_leader(one(7, time.milliseconds()))
         assert [r.offset for r in log.records(7)] == [7]
+
+
+@pytest.mark.parametrize("how", ["retention", "truncate_fully_and_start_at"])
+def test_a_segment_never_appended_to_closes_with_empty_index_files(
+        tmp_path: Path, time: MockTime, how: str, caplog: pytest.LogCaptureFixture) -> None:
+    # Kafka's shutdown flush loads (creates) both indexes and closing trims them to no entry: 0 bytes.
+    # Without them the next open "recovers" the segment.
+    with LogManager(tmp_path, time=time) as manager:
+        manager.create_topic("t", 1, {"retention.ms": str(HOUR), "segment.bytes": str(3 * SIZE)})
+        log = manager.get_log("t", 0)
+        for i in range(7):
+            log.append_as_leader(one(i, T0))
+        if how == "retention":
+            assert manager.cleanup_logs() == 3
+        else:
+            log.truncate_fully_and_start_at(7)
+        assert log.segments.base_offsets() == [7]
+    partition_dir = tmp_path / "t-0"
+    sizes = {p.name: p.stat().st_size for p in partition_dir.iterdir() if p.name.startswith("0")}
+    base = "00000000000000000007"
+    assert {n: sizes[n] for n in (f"{base}.log", f"{base}.index", f"{base}.timeindex")} == {
+        f"{base}.log": 0, f"{base}.index": 0, f"{base}.timeindex": 0}
+    assert not [n for n in sizes if not n.startswith(base)]
+    with caplog.at_level(logging.WARNING), LogManager(tmp_path, time=time) as manager:
+        assert manager.had_clean_shutdown
+        assert manager.get_log("t", 0).log_end_offset == 7
+        assert not manager.recovery_reports()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 def test_segments_without_timestamps_use_the_file_time(tmp_path: Path, time: MockTime) -> None:

@@ -192,27 +192,35 @@ class LazyIndex(Generic[I]):
                 self._index = loaded
             return self._index
 
+    def _create_empty_if_missing(self) -> bool:
+        """Unloaded and without a file yet: create the file empty, which is what an index with no entry
+        trims to (no preallocation, map and cut back). Returns whether it did; call with the lock."""
+        try:
+            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        except OSError as e:
+            raise KafkaStorageError(f"Cannot create index {self._path}: {e}") from e
+        os.close(fd)
+        return True
+
     def flush(self) -> None:
-        """Flush the index if it is loaded: one never loaded was never written here."""
-        index = self._index
-        if index is not None:
-            index.flush()
+        """Flush the index if it is loaded. One never loaded holds nothing unwritten, but its file must
+        exist afterwards: Kafka's ``LogSegment.flush`` loads (so creates) both indexes, and a clean
+        shutdown then leaves them trimmed to no entry, an empty file."""
+        with self._lock:
+            index = self._index
+            if index is None:
+                self._create_empty_if_missing()
+                return
+        index.flush()
 
     def trim_to_valid_size(self) -> None:
         """The index's ``trim_to_valid_size``. One never loaded whose file does not exist yet holds no
-        entry: its trimmed form, an empty file, is created as it is, not preallocated, mapped and
-        cut back as loading and trimming it would."""
+        entry: its trimmed form, an empty file, is created as it is."""
         with self._lock:
-            if self._index is None:
-                try:
-                    fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                except FileExistsError:
-                    pass  # its entries are in the file: load it and trim
-                except OSError as e:
-                    raise KafkaStorageError(f"Cannot create index {self._path}: {e}") from e
-                else:
-                    os.close(fd)
-                    return
+            if self._index is None and self._create_empty_if_missing():
+                return
         self.get().trim_to_valid_size()
 
     def rename_to(self, path: Path) -> None:
