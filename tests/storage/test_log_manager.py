@@ -306,6 +306,25 @@ def test_checkpoints_in_kafka_format_and_honoured(tmp_path: Path) -> None:
         assert len(log.segments) == 1
 
 
+def test_delete_records_raises_the_recovery_point_to_the_new_log_start(tmp_path: Path) -> None:
+    # Kafka's updateLogStartOffset: the recovery point never stays below the log start offset.
+    with LogManager(tmp_path) as lm:
+        lm.create_topic("t", 2, {"segment.bytes": "400"})
+        fill(lm, "t", 0, 8)
+        fill(lm, "t", 1, 8)
+        lm.flush()
+        unflushed = lm.get_log("t", 1)
+        unflushed.append_as_leader(batch(5, 40))
+        unflushed.append_as_leader(batch(5, 45))
+        assert unflushed.recovery_point == 40
+        unflushed.delete_records_before(43)  # mid segment, above the recovery point
+        assert (unflushed.log_start_offset, unflushed.recovery_point) == (43, 43)
+        unflushed.delete_records_before(41)  # below: changes nothing
+        lm.checkpoint()
+        assert (tmp_path / RECOVERY_POINT_OFFSET_CHECKPOINT_FILE).read_text() == "0\n2\nt 0 40\nt 1 43\n"
+        assert (tmp_path / LOG_START_OFFSET_CHECKPOINT_FILE).read_text() == "0\n1\nt 1 43\n"
+
+
 # --- data written by Kafka, odd directories -----------------------------------------------------------
 
 

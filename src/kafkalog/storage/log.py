@@ -234,7 +234,8 @@ class Log:
         self._leader_epoch_cache = leader_epoch_cache
         self._leader_epoch = 0  # the highest epoch a leader append used or the cache held (leader_epoch)
         self._log_start_offset = offsets.log_start_offset
-        self._recovery_point = offsets.recovery_point
+        # As Kafka's UnifiedLog starts (updateLogStartOffset): never a recovery point below the start.
+        self._recovery_point = max(offsets.recovery_point, offsets.log_start_offset)
         self._last_flush_ms = time.milliseconds()
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
@@ -1298,6 +1299,8 @@ class Log:
         if offset <= self._log_start_offset:
             return
         self._log_start_offset = offset
+        # Kafka's updateLogStartOffset: nothing below the log start offset is ever recovered again.
+        self._recovery_point = max(self._recovery_point, offset)
         if self._leader_epoch_cache is not None:
             self._leader_epoch_cache.truncate_from_start(offset)
         self._producer_state.on_log_start_offset_incremented(offset)
