@@ -67,6 +67,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.flush.scheduler.interval.ms": str(LONG_MAX),
     "log.flush.offset.checkpoint.interval.ms": "60000",
     "log.flush.start.offset.checkpoint.interval.ms": "60000",
+    "replica.high.watermark.checkpoint.interval.ms": "5000",
     "log.dirs": "",
     "log.dir": "/tmp/kafka-logs",
     "transactional.id.expiration.ms": "604800000",
@@ -244,6 +245,8 @@ class KafkaConfig:
             "log.retention.check.interval.ms",
             "log.flush.scheduler.interval.ms",
             "log.flush.offset.checkpoint.interval.ms",
+            "log.flush.start.offset.checkpoint.interval.ms",
+            "replica.high.watermark.checkpoint.interval.ms",
         ):
             self.get_int(name)
         self.get_bool("auto.create.topics.enable")
@@ -410,6 +413,14 @@ class KafkaConfig:
     @cached_property
     def log_flush_offset_checkpoint_interval_ms(self) -> int:
         return self.get_int("log.flush.offset.checkpoint.interval.ms")
+
+    @cached_property
+    def log_flush_start_offset_checkpoint_interval_ms(self) -> int:
+        return self.get_int("log.flush.start.offset.checkpoint.interval.ms")
+
+    @cached_property
+    def replica_high_watermark_checkpoint_interval_ms(self) -> int:
+        return self.get_int("replica.high.watermark.checkpoint.interval.ms")
 
     @cached_property
     def log_config(self) -> LogConfig:

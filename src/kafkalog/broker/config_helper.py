@@ -230,7 +230,8 @@ _BROKER_TYPES: dict[str, str] = {
                      "transaction.partition.verification.enable"), "boolean"),
     **dict.fromkeys(("connections.max.idle.ms", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
                      "log.flush.scheduler.interval.ms", "log.retention.check.interval.ms",
-                     "offsets.retention.check.interval.ms"), "long"),
+                     "offsets.retention.check.interval.ms", "replica.high.watermark.checkpoint.interval.ms"),
+                    "long"),
     **dict.fromkeys(("log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second"), "double"),
     "ssl.enabled.protocols": "list",
 }

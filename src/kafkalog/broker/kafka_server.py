@@ -5,7 +5,9 @@ Startup: open the data directory with ``LogManager`` (recovery runs in an execut
 start the background tasks (retention every ``log.retention.check.interval.ms``, removal of ``.deleted``
 segment files ``file.delete.delay.ms`` after their rename, flushing of logs
 with a ``flush.ms`` every ``log.flush.scheduler.interval.ms``, recovery-point checkpoints every
-``log.flush.offset.checkpoint.interval.ms``). Shutdown: parked fetches are completed, requests in
+``log.flush.offset.checkpoint.interval.ms``, log start offsets every
+``log.flush.start.offset.checkpoint.interval.ms``, high watermarks to ``replication-offset-checkpoint``
+every ``replica.high.watermark.checkpoint.interval.ms``). Shutdown: parked fetches are completed, requests in
 flight are answered, connections closed, then ``LogManager.close`` flushes, checkpoints and writes
 Kafka's clean-shutdown marker.
 """
@@ -241,17 +243,35 @@ class KafkaServer:
         self._schedule(
             "kafka-recovery-point-checkpoint",
             config.log_flush_offset_checkpoint_interval_ms,
-            self._checkpoint,
+            self._checkpoint_recovery_offsets,
+        )
+        self._schedule(
+            "kafka-log-start-offset-checkpoint",
+            config.log_flush_start_offset_checkpoint_interval_ms,
+            self._checkpoint_log_start_offsets,
+        )
+        # Kafka's ReplicaManager starts this one at once (initial delay 0).
+        self._schedule(
+            "highwatermark-checkpoint",
+            config.replica_high_watermark_checkpoint_interval_ms,
+            self._checkpoint_high_watermarks,
+            initial_delay_ms=0,
         )
 
-    def _schedule(self, name: str, interval_ms: int, action: Callable[[], Awaitable[None]]) -> None:
+    def _schedule(self, name: str, interval_ms: int, action: Callable[[], Awaitable[None]],
+                  initial_delay_ms: int | None = None) -> None:
+        """Run ``action`` every ``interval_ms``, first after ``initial_delay_ms`` (default: the interval);
+        an interval of 0 or less runs it once, as Kafka's scheduler does."""
         async def run() -> None:
+            await asyncio.sleep((interval_ms if initial_delay_ms is None else initial_delay_ms) / 1000)
             while True:
-                await asyncio.sleep(interval_ms / 1000)
                 try:
                     await action()
                 except Exception:
                     log.exception("Background task %s failed", name)
+                if interval_ms <= 0:
+                    return
+                await asyncio.sleep(interval_ms / 1000)
 
         self._tasks.append(asyncio.get_running_loop().create_task(run(), name=name))
 
@@ -319,9 +339,17 @@ class KafkaServer:
         if coordinator is not None:
             coordinator.state_manager.remove_expired_transactional_ids()
 
-    async def _checkpoint(self) -> None:
+    async def _checkpoint_recovery_offsets(self) -> None:
         assert self.log_manager is not None
-        self.log_manager.checkpoint()
+        self.log_manager.checkpoint_log_recovery_offsets()
+
+    async def _checkpoint_log_start_offsets(self) -> None:
+        assert self.log_manager is not None
+        self.log_manager.checkpoint_log_start_offsets()
+
+    async def _checkpoint_high_watermarks(self) -> None:
+        if self.apis is not None:
+            self.apis.replica_manager.checkpoint_high_watermarks()
 
     async def shutdown(self) -> None:
         """Answer what is in flight, close the connections, close the logs (clean-shutdown marker)."""
@@ -352,6 +380,12 @@ class KafkaServer:
                 result = closer()
                 if asyncio.iscoroutine(result):
                     await result
+        if self.apis is not None and self.log_manager is not None:
+            # Kafka's ReplicaManager.shutdown writes the high watermarks one last time.
+            try:
+                self.apis.replica_manager.checkpoint_high_watermarks()
+            except Exception:
+                log.exception("Error writing the high watermark checkpoint at shutdown")
         if self.log_manager is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.log_manager.close)
             self.log_manager = None

@@ -33,6 +33,7 @@ from kafkalog.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkalog.records.memory import MemoryRecords
+from kafkalog.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile
 from kafkalog.storage.log import FetchIsolation, Log
 from kafkalog.storage.log_file_utils import INTERNAL_TOPICS, check_client_append
 from kafkalog.storage.log_manager import LogManager
@@ -163,6 +164,10 @@ class ReplicaManager:
         self._log_manager = log_manager
         self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
         self._shutting_down = False
+        self._high_watermark_checkpoint = OffsetCheckpointFile(
+            log_manager.data_dir / REPLICATION_OFFSET_CHECKPOINT_FILE)
+        # Kafka's ReplicaManager creates it (empty) when constructed.
+        self._high_watermark_checkpoint.create_if_missing()
 
     @property
     def log_manager(self) -> LogManager:
@@ -293,6 +298,14 @@ class ReplicaManager:
                 log.exception("Error deleting records of %s before %d", tp, offset)
                 results[tp] = (ErrorCode.unknown_server_error, -1)
         return results
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write every partition's high watermark to ``replication-offset-checkpoint`` (Kafka's
+        ``checkpointHighWatermarks``, every ``replica.high.watermark.checkpoint.interval.ms`` and at
+        shutdown). Like Kafka, nothing is written while the directory holds no partition."""
+        hws = {(p.topic, p.partition): p.high_watermark for p in self._log_manager.logs()}
+        if hws:
+            self._high_watermark_checkpoint.write(hws)
 
     def shutdown(self) -> None:
         self._shutting_down = True

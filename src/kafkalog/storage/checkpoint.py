@@ -10,6 +10,7 @@ splitting) so that whatever Kafka accepts is accepted here, and report every fai
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -114,6 +115,21 @@ class _CheckpointFile:
                 f"but found only [{len(entries)}]"
             )
         return entries
+
+    def create_if_missing(self) -> bool:
+        """Create the file empty if it does not exist (returns whether it did), as constructing Kafka's
+        ``CheckpointFile`` does; an empty file reads as no entries, here and in Kafka."""
+        if self._fs is not None:
+            raise KafkaStorageError(f"Checkpoint file {self._fs.describe(self._path)} is opened read-only")
+        with self._lock:
+            try:
+                fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return False
+            except OSError as e:
+                raise KafkaStorageError(f"Cannot create checkpoint file {self._path}: {e}") from e
+            os.close(fd)
+            return True
 
     def _write_lines(self, lines: list[str]) -> None:
         text = f"{self.VERSION}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)

@@ -272,6 +272,10 @@ class LogManager:
             # Kafka deletes the marker before loading, so a crash during loading counts as unclean.
             marker.delete()
         self._had_clean_shutdown = had_clean_shutdown and not force_recovery
+        if not self._read_only:
+            # Kafka's LogManager creates both (empty) when it starts, before any checkpoint is written.
+            for name in (RECOVERY_POINT_OFFSET_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE):
+                OffsetCheckpointFile(self._dir / name).create_if_missing()
         recovery_points = ({} if full_recovery else
                            self._read_checkpoint(RECOVERY_POINT_OFFSET_CHECKPOINT_FILE, "full recovery"))
         log_start_offsets = self._read_checkpoint(LOG_START_OFFSET_CHECKPOINT_FILE, "no log start offsets")
@@ -702,18 +706,31 @@ class LogManager:
                     p.flush()
 
     def checkpoint(self) -> None:
-        """Write the recovery points and log start offsets of every partition (§7.1).
+        """Write the recovery points and log start offsets of every partition (§7.1)."""
+        with self._lock:
+            self.checkpoint_log_recovery_offsets()
+            self.checkpoint_log_start_offsets()
 
-        Like Kafka, a log start offset is only recorded when it is above the first segment's base
-        offset (otherwise loading derives it from the segments).
-        """
+    def _sorted_logs(self) -> dict[tuple[str, int], Log]:
+        return {key: self._logs[key] for key in sorted(self._logs)}
+
+    def checkpoint_log_recovery_offsets(self) -> None:
+        """``recovery-point-offset-checkpoint`` (Kafka's ``checkpointLogRecoveryOffsets``, a broker task
+        every ``log.flush.offset.checkpoint.interval.ms``)."""
         with self._lock:
             self._check_writable("write checkpoints")
-            logs = {key: self._logs[key] for key in sorted(self._logs)}
             OffsetCheckpointFile(self._dir / RECOVERY_POINT_OFFSET_CHECKPOINT_FILE).write(
-                {key: p.recovery_point for key, p in logs.items()})
+                {key: p.recovery_point for key, p in self._sorted_logs().items()})
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """``log-start-offset-checkpoint`` (Kafka's ``checkpointLogStartOffsets``, a broker task every
+        ``log.flush.start.offset.checkpoint.interval.ms``). Like Kafka, a log start offset is only
+        recorded when it is above the first segment's base offset (otherwise loading derives it from
+        the segments)."""
+        with self._lock:
+            self._check_writable("write checkpoints")
             start_offsets = {}
-            for key, p in logs.items():
+            for key, p in self._sorted_logs().items():
                 first = p.segments.first_segment_base_offset
                 if first is not None and p.log_start_offset > first:
                     start_offsets[key] = p.log_start_offset

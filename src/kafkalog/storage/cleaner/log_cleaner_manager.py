@@ -108,6 +108,7 @@ class LogCleanerManager:
         # reloaded, as Kafka's uncleanable partitions are.
         self._uncleanable: set[TopicPartition] = set()
         self._checkpoint = OffsetCheckpointFile(self._dir / CLEANER_OFFSET_CHECKPOINT_FILE)
+        self._checkpoint.create_if_missing()  # as Kafka's LogCleanerManager does: empty until written
         self.dirtiest_log_cleanable_ratio = 0.0
         self.time_of_last_run = -1
 
