@@ -365,3 +365,18 @@ def test_retention_command(data: Path) -> None:
     described = json.loads(ok("topics", "describe", "--data-dir", data, "--topic", "t", "--json"))
     assert described["partitions"][0]["logStartOffset"] > 0
     assert "does not exist" in error_line("retention", "--data-dir", data / "nowhere")
+
+
+def test_retention_command_covers_compact_delete_topics(data: Path) -> None:
+    # Offline there is no log cleaner: the command gives compact,delete topics the retention a broker's
+    # cleaner would, and leaves compact-only topics alone (LogManager.cleanup_logs alone skips both).
+    for topic, policy in (("both", "compact,delete"), ("keys", "compact")):
+        ok("topics", "create", "--data-dir", data, "--topic", topic, "--config", "segment.bytes=300",
+           "--config", "retention.bytes=400", "--config", f"cleanup.policy={policy}")
+        ok("produce", "--data-dir", data, "--topic", topic, "--batch-size", "2",
+           stdin=jsonl([{"key": f"k{i}", "value": "v" * 20} for i in range(20)]))
+    keys_before = sorted(p.name for p in (data / "keys-0").glob("*.log"))
+    both_before = len(list((data / "both-0").glob("*.log")))
+    deleted = int(ok("retention", "--data-dir", data).split()[1])
+    assert deleted > 0 and len(list((data / "both-0").glob("*.log"))) == both_before - deleted
+    assert sorted(p.name for p in (data / "keys-0").glob("*.log")) == keys_before

@@ -571,7 +571,8 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 def cmd_retention(args: argparse.Namespace) -> int:
     with _open_manager(_existing_data_dir(args.data_dir), read_only=False) as lm:
-        deleted = lm.cleanup_logs()
+        # compact,delete topics too: a broker's log cleaner (on by default) gives them their retention
+        deleted = lm.cleanup_logs(compact_delete=True)
     print(f"Deleted {deleted} segments.")
     return 0
 
@@ -747,7 +748,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON array, one object per partition")
     p.set_defaults(func=cmd_recover)
 
-    p = commands.add_parser("retention", help="delete segments beyond the topics' retention")
+    p = commands.add_parser("retention", help="delete segments beyond the topics' retention (compact,delete "
+                            "topics included, as a broker's log cleaner does; compact-only topics never)")
     data_dir_arg(p)
     p.set_defaults(func=cmd_retention)
 

@@ -106,6 +106,22 @@ def test_a_segment_never_appended_to_closes_with_empty_index_files(
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+def test_log_manager_retention_skips_compacted_logs_as_kafka(tmp_path: Path, time: MockTime) -> None:
+    # Kafka's cleanupLogs takes only logs without compact in their policy; a compact,delete log's
+    # retention is the cleaner's, so without a cleaner it has none unless asked for (the CLI).
+    with LogManager(tmp_path, time=time) as manager:
+        for topic, policy in (("d", "delete"), ("cd", "compact,delete"), ("c", "compact")):
+            manager.create_topic(topic, 1, {"cleanup.policy": policy, "retention.ms": str(HOUR),
+                                            "segment.bytes": str(3 * SIZE)})
+            for i in range(7):
+                manager.get_log(topic, 0).append_as_leader(one(i, T0))
+        assert manager.cleanup_logs() == 3
+        assert [manager.get_log(t, 0).segments.base_offsets() for t in ("d", "cd", "c")] == [
+            [7], [0, 3, 6], [0, 3, 6]]
+        assert manager.cleanup_logs(compact_delete=True) == 3
+        assert [manager.get_log(t, 0).segments.base_offsets() for t in ("cd", "c")] == [[7], [0, 3, 6]]
+
+
 def test_segments_without_timestamps_use_the_file_time(tmp_path: Path, time: MockTime) -> None:
     with make_log(tmp_path, time, [NO_TIMESTAMP] * 9, retention_ms=HOUR) as log:
         assert log.delete_old_segments() == 0  # just written: mtime is now (the real clock)

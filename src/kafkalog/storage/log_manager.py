@@ -668,13 +668,21 @@ class LogManager:
 
     # --- maintenance ----------------------------------------------------------------------------
 
-    def cleanup_logs(self) -> int:
-        """Run retention (§10) over every partition; returns the number of segments deleted."""
+    def cleanup_logs(self, *, compact_delete: bool = False) -> int:
+        """Run retention (§10) over every partition whose ``cleanup.policy`` is not compact; returns the
+        number of segments deleted (Kafka's ``LogManager.cleanupLogs``).
+
+        Logs with ``compact`` in their policy are left alone: a ``compact,delete`` log's retention is
+        the log cleaner's (``LogCleaner``), so without a cleaner it gets none, as in Kafka.
+        ``compact_delete`` also runs retention over the ``compact,delete`` logs here, as a cleaner would
+        (for one-off runs without a broker, ``kafkalog retention``); with a cleaner running they stay
+        its own and the flag changes nothing.
+        """
         with self._lock:
             self._check_writable("run retention")
-            # With a cleaner running, compacted logs are its own (Kafka: it runs their retention).
-            owned = self._cleaner is not None
-            deleted = sum(p.delete_old_segments() for p in self.logs() if not (owned and p.config.compact))
+            also_compacted = compact_delete and self._cleaner is None
+            deleted = sum(p.delete_old_segments() for p in self.logs()
+                          if not p.config.compact or (also_compacted and p.config.delete))
             if deleted:
                 self.checkpoint()
             return deleted
