@@ -70,10 +70,11 @@ def test_cluster_default_and_per_broker_values_apply_at_once(data_dir):
             assert lm.get_log("own", 0).config.retention_ms == 42
             entry = _describe(sock, 2, "plain", ("retention.ms",))["retention.ms"]
             assert (entry.value, entry.config_source) == ("7200000", DYNAMIC_DEFAULT)
+            # log.retention.ms has no default of its own in Kafka: the DEFAULT synonym is the hours'
             assert _synonyms(entry) == [
                 ("log.retention.ms", "7200000", DYNAMIC_DEFAULT),
                 ("log.retention.hours", "5", STATIC),
-                ("log.retention.ms", "604800000", DEFAULT),
+                ("log.retention.hours", "168", DEFAULT),
             ]
             # This node's value wins over the cluster-wide one.
             assert _alter(sock, node, [("log.retention.ms", SET, "3600000")]) == (ErrorCode.none, None)
@@ -94,6 +95,7 @@ def test_cluster_default_and_per_broker_values_apply_at_once(data_dir):
                 ("log.retention.ms", "3600000", DYNAMIC_BROKER),
                 ("log.retention.ms", "7200000", DYNAMIC_DEFAULT),
                 ("log.retention.hours", "5", STATIC),
+                ("log.retention.hours", "168", DEFAULT),
             ]
             cluster = _describe(sock, 4, "")
             assert list(cluster) == ["log.retention.ms"]

@@ -74,7 +74,10 @@ def altered_values(
 
 def topic_list_default(name: str) -> str | None:
     """The default of the topic config ``name`` in Kafka's text form when it is a list (the base of
-    APPEND/SUBTRACT), else None; InvalidConfigError for an unknown name."""
-    if config_type(name) != "list":
+    APPEND/SUBTRACT), else None — an unknown name too (Kafka's ``isSplittable`` is false for it)."""
+    try:
+        if config_type(name) != "list":
+            return None
+    except InvalidConfigError:
         return None
     return str(LogConfig().to_props(include_defaults=True)[name])

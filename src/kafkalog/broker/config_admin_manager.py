@@ -35,7 +35,7 @@ from kafkalog.broker.request import ZERO_DELAY, RequestContext, build, nested_ty
 from kafkalog.broker.runtime_logger_manager import apply_changes_for_resource
 from kafkalog.errors import InvalidRequestError, KafkaLogError
 from kafkalog.protocol.codec import response_type
-from kafkalog.storage.config import LogConfig, config_type
+from kafkalog.storage.config import LogConfig
 from kafkalog.storage.log_file_utils import validate_topic_name
 
 __all__ = ["alter_configs_response", "alter_resource_configs"]
@@ -158,10 +158,8 @@ def alter_resource_configs(
         exists = log_manager.has_topic(resource_name)
         current = log_manager.topic_config(resource_name).overridden_props() if exists else {}
         new_overrides = altered_values(current, configs, incremental, topic_list_default)
-        if incremental:
-            for name, _, _ in configs:
-                config_type(name)  # InvalidConfigError for an unknown name
-        # validate as a whole
+        # validated as a whole: an unknown name is refused where it is set (a DELETE of one that is
+        # not there changes nothing, as in Kafka's controller)
         check_topic_config_for_this_broker(LogConfig.from_props(new_overrides, log_manager.default_config))
         if not exists:
             return ErrorCode.unknown_topic_or_partition, f"The topic '{resource_name}' does not exist."

@@ -162,6 +162,48 @@ def _set_synonyms(
     ]
 
 
+# Kafka's KafkaConfig defaults of the broker configs that set a topic config in another unit: the
+# first name of these four has no default (null) — the value comes from a later name — which is why
+# Kafka reports `retention.ms` without a DEFAULT synonym (its synonyms are cut to those from the
+# first name on). Every other broker synonym defaults to its topic config's default.
+_BROKER_SYNONYM_DEFAULTS: dict[str, str | None] = {
+    "log.retention.ms": None,
+    "log.retention.minutes": None,
+    "log.retention.hours": "168",
+    "log.roll.ms": None,
+    "log.roll.hours": "168",
+    "log.roll.jitter.ms": None,
+    "log.roll.jitter.hours": "0",
+    "log.flush.interval.ms": None,
+    "log.flush.scheduler.interval.ms": BROKER_DEFAULTS["log.flush.scheduler.interval.ms"],
+}
+
+
+def _broker_synonym_default(broker_name: str, topic_name: str, builtin: Mapping[str, Any]) -> str | None:
+    """Kafka's default of one broker synonym of ``topic_name`` (None: it has none)."""
+    if broker_name in _BROKER_SYNONYM_DEFAULTS:
+        return _BROKER_SYNONYM_DEFAULTS[broker_name]
+    return str(builtin[topic_name])
+
+
+def _topic_config_synonyms(broker: KafkaConfig, topic_name: str, builtin: Mapping[str, Any]
+                           ) -> list[ConfigSynonym]:
+    """Kafka's ``configSynonyms`` for a topic config: the broker synonyms set, source by source, then
+    their defaults, all cut to those from the first synonym's name on (none for a topic config no
+    broker config sets)."""
+    names = broker_synonyms(topic_name)
+    if not names:
+        return []
+    synonyms = _set_synonyms(broker, names)
+    for name in names:
+        default = _broker_synonym_default(name, topic_name, builtin)
+        if default is not None:
+            synonyms.append(ConfigSynonym(name, default, ConfigSource.DEFAULT_CONFIG))
+    while synonyms and synonyms[0].name != names[0]:
+        synonyms.pop(0)
+    return synonyms
+
+
 def describe_topic_configs(
     config: LogConfig, broker: KafkaConfig, names: tuple[str, ...] | None = None
 ) -> list[ConfigEntry]:
@@ -175,22 +217,38 @@ def describe_topic_configs(
         synonyms = []
         if name in config.overridden:
             synonyms.append(ConfigSynonym(name, values[name], ConfigSource.TOPIC_CONFIG))
-        broker_names = broker_synonyms(name)
-        synonyms.extend(_set_synonyms(broker, broker_names))
-        default_name = broker_names[0] if broker_names else name
-        synonyms.append(ConfigSynonym(default_name, builtin[name], ConfigSource.DEFAULT_CONFIG))
+        synonyms.extend(_topic_config_synonyms(broker, name, builtin))
         # The topic's LogConfig was built on the broker-derived defaults: its value is the effective one.
         entries.append(
             ConfigEntry(
                 name,
                 values[name],
-                synonyms[0].source,
+                synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
                 False,
                 False,
                 tuple(synonyms),
                 _TYPE_IDS[config_type(name)],
             )
         )
+    return entries
+
+
+def created_topic_configs(config: LogConfig, broker: KafkaConfig, given: Mapping[str, str]
+                          ) -> list[ConfigEntry]:
+    """The configs CreateTopics v5+ returns for a new topic (Kafka's controller,
+    ``KafkaConfigSchema.resolveEffectiveTopicConfig``, not DescribeConfigs' rules): a config given in
+    the request as its string, as given; otherwise the value with the source of the first broker
+    synonym set (dynamic for this node, cluster-wide, static), else the default. No synonyms."""
+    values = config.to_props(include_defaults=True)
+    entries = []
+    for name in LogConfig.config_names():
+        if name in given:
+            value, source = given[name], ConfigSource.TOPIC_CONFIG
+        else:
+            found = _set_synonyms(broker, broker_synonyms(name))
+            value = str(values[name])
+            source = found[0].source if found else ConfigSource.DEFAULT_CONFIG
+        entries.append(ConfigEntry(name, value, source, False, False, (), _TYPE_IDS[config_type(name)]))
     return entries
 
 
@@ -260,13 +318,14 @@ def describe_broker_configs(
     topic defaults under their broker names, and every config set, statically or dynamically), or
     the cluster-wide dynamic ones only (the resource named ``""``). Only the names Kafka can change
     at runtime are not read-only."""
-    values: dict[str, str] = {}
+    values: dict[str, str | None] = {}
+    defaults: dict[str, str | None] = dict(BROKER_DEFAULTS)
     if per_broker:
-        values.update(BROKER_DEFAULTS)
-        topic_defaults = broker.log_config.to_props(include_defaults=True)
+        builtin = LogConfig().to_props(include_defaults=True)
         for topic_name in LogConfig.config_names():
-            for broker_name in broker_synonyms(topic_name)[:1]:
-                values.setdefault(broker_name, str(topic_defaults[topic_name]))
+            for broker_name in broker_synonyms(topic_name):
+                defaults.setdefault(broker_name, _broker_synonym_default(broker_name, topic_name, builtin))
+        values.update(defaults)
         values.update(broker.values)
     else:
         values.update(broker.dynamic_default)
@@ -274,17 +333,17 @@ def describe_broker_configs(
     entries = []
     for name in wanted:
         sensitive = _sensitive(name)
+        all_names = _broker_name_synonyms(name)
         synonyms = [
             s
-            for s in _set_synonyms(broker, _broker_name_synonyms(name), sensitive)
+            for s in _set_synonyms(broker, all_names, sensitive)
             if per_broker or s.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
         ]
+        if per_broker:
+            synonyms += [ConfigSynonym(n, None if sensitive else default, ConfigSource.DEFAULT_CONFIG)
+                         for n in all_names if (default := defaults.get(n)) is not None]
         while synonyms and synonyms[0].name != name:  # Kafka drops other names' values ahead of its own
             synonyms.pop(0)
-        if per_broker and name in BROKER_DEFAULTS:
-            synonyms.append(
-                ConfigSynonym(name, None if sensitive else BROKER_DEFAULTS[name], ConfigSource.DEFAULT_CONFIG)
-            )
         source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(
             ConfigEntry(

@@ -26,7 +26,7 @@ from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
 from kafkalog.broker.connection_quotas import CONNECTION_QUOTAS, validate_connection_quota_configs
 from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
 from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
-from kafkalog.storage.config import topic_config_for
+from kafkalog.storage.config import broker_synonyms, topic_config_for
 from kafkalog.storage.files import write_file_atomically
 
 __all__ = ["DYNAMIC_BROKER_CONFIGS_FILE", "alter_broker_configs", "is_dynamic", "load_dynamic_configs"]
@@ -79,8 +79,14 @@ def _is_security(name: str) -> bool:
 
 
 def is_dynamic(name: str) -> bool:
-    """Whether Kafka (and kafkalog) let ``name`` change at runtime."""
-    return name in _NON_LOG_DYNAMIC_CONFIGS or topic_config_for(name) is not None
+    """Whether Kafka (and kafkalog) let ``name`` change at runtime: of a topic config's broker
+    synonyms only the first (``log.retention.ms``, not ``.hours``; Kafka's
+    ``DynamicLogConfig.ReconfigurableConfigs``), and never ``log.message.format.version``."""
+    if name in _NON_LOG_DYNAMIC_CONFIGS:
+        return True
+    topic = topic_config_for(name)
+    return (topic is not None and broker_synonyms(topic)[0] == name
+            and name != "log.message.format.version")
 
 
 def _scala_set(names: list[str]) -> str:

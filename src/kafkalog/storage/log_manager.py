@@ -26,7 +26,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -40,6 +40,7 @@ from kafkalog.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from kafkalog.records.types import MAGIC_V2
 from kafkalog.storage.appender import AppendState, recovery_decision, write_append_state
 from kafkalog.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT_FILE,
@@ -90,6 +91,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# The record format a KRaft broker's logs always write (Kafka's LogConfig default, 3.0-IV1: v2).
+_KRAFT_MESSAGE_FORMAT_VERSION = "3.0-IV1"
 
 # Kafka's sample server.properties uses node.id=1; meta.properties must match the broker's node.id.
 DEFAULT_NODE_ID = 1
@@ -198,8 +202,11 @@ class LogManager:
     ) -> None:
         """Open (in writable mode: create) ``data_dir`` and load every partition in it.
 
-        ``lead``: as a broker that leads every partition, each log opened or created records its
-        leader epoch as starting at its end (``Log.become_leader``, Kafka's ``makeLeader``).
+        ``lead``: as a (KRaft) broker that leads every partition, each log opened or created records
+        its leader epoch as starting at its end (``Log.become_leader``, Kafka's ``makeLeader``), and
+        the logs write record format v2 whatever a topic's ``message.format.version`` says (kept and
+        described, but ignored, as Kafka's ``LogConfig.shouldIgnoreMessageFormatVersion`` is for
+        every KRaft broker). Offline, the setting is honoured (v0/v1 for old versions).
 
         ``force_recovery`` loads as after a crash even if the clean-shutdown marker is present;
         ``full_recovery`` additionally ignores the recovery-point checkpoint, so every segment is
@@ -318,7 +325,7 @@ class LogManager:
                     recovery_point, clean = recovery_decision(directory, recovery_point, clean)
                 loaded = Log.open(
                     directory,
-                    config,
+                    self._live_config(config),
                     recovery_point=recovery_point,
                     log_start_offset=log_start_offsets.get((topic, partition), 0),
                     had_clean_shutdown=clean,
@@ -335,6 +342,12 @@ class LogManager:
             self._topic_configs[topic] = config
             if progress is not None:
                 progress(index + 1, len(to_load))
+
+    def _live_config(self, config: LogConfig) -> LogConfig:
+        """What the topic's logs run with: as a broker, record format v2 whatever message.format.version."""
+        if self._lead and config.target_magic != MAGIC_V2:
+            return replace(config, message_format_version=_KRAFT_MESSAGE_FORMAT_VERSION)
+        return config
 
     def _config_for(self, topic: str, overrides: Mapping[str, str]) -> LogConfig:
         try:
@@ -466,7 +479,7 @@ class LogManager:
             raise KafkaStorageError(f"Cannot create partition directory {directory}: {e}") from e
         try:
             # Log.open writes partition.metadata with the topic id, before any append (as Kafka does).
-            created = Log.open(directory, config, time=self._time, topic_id=topic_id)
+            created = Log.open(directory, self._live_config(config), time=self._time, topic_id=topic_id)
             created.set_file_delete_listener(self._file_delete_listener)
             if self._lead:
                 created.become_leader()
@@ -588,7 +601,7 @@ class LogManager:
             write_topic_configs(self._dir, overrides)
             self._topic_configs[topic] = new_config
             for partition in self.partitions(topic):
-                self._logs[(topic, partition)].update_config(new_config)
+                self._logs[(topic, partition)].update_config(self._live_config(new_config))
             return new_config
 
     def reconfigure_default_config(self, default_config: LogConfig) -> None:
@@ -603,7 +616,7 @@ class LogManager:
             for topic, config in configs.items():
                 self._topic_configs[topic] = config
                 for partition in self.partitions(topic):
-                    self._logs[(topic, partition)].update_config(config)
+                    self._logs[(topic, partition)].update_config(self._live_config(config))
 
     def describe_topic(self, topic: str) -> TopicDescription:
         with self._lock:

@@ -21,7 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkalog.broker.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kafkalog.broker.auth_helper import authorize
-from kafkalog.broker.config_helper import check_topic_config_for_this_broker, describe_topic_configs
+from kafkalog.broker.config_helper import check_topic_config_for_this_broker, created_topic_configs
 from kafkalog.broker.controller_limits import EXCESSIVE_BATCH_MESSAGE, exceeds_user_op_limit
 from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.handlers import handles
@@ -241,7 +241,7 @@ async def handle_create_topics_request(apis: Any, request: RequestContext, body:
                         config_source=e.source,
                         is_sensitive=e.is_sensitive,
                     )
-                    for e in describe_topic_configs(config, apis.config)
+                    for e in created_topic_configs(config, apis.config, _configs(topic))
                 )
         except _Refused as e:
             error, message, partitions = e.code, str(e), -1
