@@ -12,6 +12,7 @@ import pytest
 
 from kafkalog.clock import MockTime
 from kafkalog.errors import (
+    IllegalArgumentError,
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceError,
@@ -22,7 +23,9 @@ from kafkalog.records.control import EndTransactionMarker
 from kafkalog.records.types import ControlRecordType
 from kafkalog.records.validator import AppendOrigin
 from kafkalog.storage.log import FetchIsolation, Log
+from kafkalog.storage.log_manager import LogManager
 from kafkalog.storage.producer_snapshot import ProducerSnapshot
+from kafkalog.storage.producer_state import ProducerStateManagerConfig
 from kafkalog.storage.txn_index import AbortedTxn
 from tests.storage.conftest import T0, config
 
@@ -262,3 +265,60 @@ def test_transactional_state_errors(tmp_path: Path) -> None:
             end_txn(log, t, ABORT, coordinator_epoch=4)
         end_txn(log, t, ABORT, coordinator_epoch=5)
         assert committed(log) == [b"t1"]
+
+
+# --- producer-id expiry --------------------------------------------------------------------------------
+
+
+def test_idle_producers_expire_unless_a_transaction_is_open(tmp_path: Path) -> None:
+    time = MockTime(T0)  # every batch and marker below is stamped T0
+    idempotent, open_txn, done_txn = Producer(50, transactional=False), Producer(51), Producer(52)
+    with Log.open(tmp_path / "t-0", config(), time=time,
+                  producer_state_manager_config=ProducerStateManagerConfig(1000)) as log:
+        log.append_as_leader(idempotent.send(b"i1", b"i2"))
+        log.append_as_leader(open_txn.send(b"o1"))
+        log.append_as_leader(done_txn.send(b"d1"))
+        end_txn(log, done_txn, COMMIT)
+        time.sleep(999)
+        assert log.remove_expired_producers() == 0
+        time.sleep(1)  # now - last timestamp == producer.id.expiration.ms: expired, as Kafka's >=
+        assert log.remove_expired_producers() == 2
+        assert sorted(log.producer_state.producers) == [51]
+        assert log.last_stable_offset == 2  # the open transaction still holds it back
+        # Forgotten, the producer starts afresh: any sequence is accepted (KIP-360), no duplicate check.
+        log.append_as_leader(idempotent.send(b"i3", seq=7))
+        assert log.producer_state.producers[50].last_seq == 7
+        with pytest.raises(OutOfOrderSequenceError):  # and it is known again
+            log.append_as_leader(idempotent.send(b"i4", seq=9))
+        end_txn(log, open_txn, ABORT)
+        time.sleep(1000)
+        assert log.remove_expired_producers() == 2  # the aborted one too, once idle
+
+
+def test_expiry_is_a_shared_config_a_change_reaches_every_partition(tmp_path: Path) -> None:
+    time = MockTime(T0)
+    with LogManager(tmp_path / "data", time=time) as manager:  # Kafka's default: a day
+        shared = manager.producer_state_manager_config
+        assert shared.producer_id_expiration_ms == 86_400_000
+        logs = manager.create_topic("a", 2) + manager.create_topic("b", 1)
+        for pid, log in enumerate(logs, start=60):
+            log.append_as_leader(Producer(pid, transactional=False).send(b"x"))
+        time.sleep(60_000)
+        assert manager.remove_expired_producers() == 0
+        shared.producer_id_expiration_ms = 30_000  # what a dynamic producer.id.expiration.ms does
+        assert all(log.producer_state.producer_state_manager_config is shared for log in manager.logs())
+        assert manager.remove_expired_producers() == 3
+        assert all(log.producer_state.is_empty() for log in manager.logs())
+        with pytest.raises(IllegalArgumentError):
+            shared.producer_id_expiration_ms = -1
+
+
+def test_expiry_at_snapshot_load_follows_the_configured_value(tmp_path: Path) -> None:
+    time = MockTime(T0)
+    with LogManager(tmp_path / "data", time=time) as manager:
+        manager.create_topic("t")[0].append_as_leader(Producer(70, transactional=False).send(b"x"))
+    time.sleep(5_000)
+    with LogManager(tmp_path / "data", time=time, producer_id_expiration_ms=10_000) as manager:
+        assert list(manager.get_log("t", 0).producer_state.producers) == [70]
+    with LogManager(tmp_path / "data", time=time, producer_id_expiration_ms=5_000) as manager:
+        assert manager.get_log("t", 0).producer_state.is_empty()  # dropped as the snapshot loads

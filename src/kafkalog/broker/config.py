@@ -30,7 +30,7 @@ from kafkalog.storage.config_def import (
 )
 from kafkalog.storage.java_properties import read_properties_file
 
-__all__ = ["BROKER_DEFAULTS", "GROUP_BOUNDED", "KafkaConfig", "ListenerSpec"]
+__all__ = ["BROKER_DEFAULTS", "GROUP_BOUNDED", "INTERNAL_BROKER_DEFAULTS", "KafkaConfig", "ListenerSpec"]
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,12 @@ BROKER_DEFAULTS: dict[str, str] = {
     "authorizer.class.name": "",
     "super.users": "",
     "allow.everyone.if.no.acl.found": "false",
+}
+
+# Kafka's internal broker configs (``defineInternal``): read with these defaults, but DescribeConfigs
+# lists one only when it is set, and it cannot be changed at runtime.
+INTERNAL_BROKER_DEFAULTS: dict[str, str] = {
+    "producer.id.expiration.check.interval.ms": "600000",  # PeriodicProducerExpirationCheck
 }
 
 
@@ -259,6 +265,8 @@ class KafkaConfig:
             "transaction.max.timeout.ms",
             "transaction.abort.timed.out.transaction.cleanup.interval.ms",
             "transaction.remove.expired.transaction.cleanup.interval.ms",
+            "producer.id.expiration.ms",
+            "producer.id.expiration.check.interval.ms",
         ):
             if (count := self.get_int(name)) < 1:
                 raise InvalidConfigError(
@@ -304,6 +312,8 @@ class KafkaConfig:
             return default
         if name in BROKER_DEFAULTS:
             return BROKER_DEFAULTS[name]
+        if name in INTERNAL_BROKER_DEFAULTS:
+            return INTERNAL_BROKER_DEFAULTS[name]
         raise InvalidConfigError(f"Unknown broker config {name} and no default given")
 
     def get_int(self, name: str, default: int | None = None) -> int:
@@ -421,6 +431,14 @@ class KafkaConfig:
     @cached_property
     def replica_high_watermark_checkpoint_interval_ms(self) -> int:
         return self.get_int("replica.high.watermark.checkpoint.interval.ms")
+
+    @cached_property
+    def producer_id_expiration_ms(self) -> int:
+        return self.get_int("producer.id.expiration.ms")
+
+    @cached_property
+    def producer_id_expiration_check_interval_ms(self) -> int:
+        return self.get_int("producer.id.expiration.check.interval.ms")
 
     @cached_property
     def log_config(self) -> LogConfig:

@@ -292,6 +292,7 @@ _BROKER_TYPES: dict[str, str] = {
                     "long"),
     **dict.fromkeys(("log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second"), "double"),
     "ssl.enabled.protocols": "list",
+    "producer.id.expiration.check.interval.ms": "int",  # internal: listed only when set
 }
 
 

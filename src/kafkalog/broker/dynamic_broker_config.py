@@ -9,7 +9,8 @@ config (``server.properties``), then the default. Topic-config defaults (the ``l
 (``LogManager.reconfigure_default_config``); the other names Kafka lets you change at runtime
 (thread counts, connection limits, cleaner settings, producer-state expiry) are kept and described
 and take effect where kafkalog reads them (``apis.config``; the log cleaner's restart its threads
-with them, as Kafka's do), the rest at the next start; per-broker
+with them, as Kafka's do; ``producer.id.expiration.ms`` goes to the ``ProducerStateManagerConfig``
+every partition shares), the rest at the next start; per-broker
 TLS/SASL configs are kept as Kafka keeps them (they take effect when the listeners next start). A
 name Kafka only reads at startup is refused ("Cannot update these configs dynamically"), and so are
 the listeners, which kafkalog does not rebind at runtime.
@@ -18,18 +19,22 @@ the listeners, which kafkalog does not rebind at runtime.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, TypeGuard
 
 from kafkalog.broker.alter_config_op import altered_values, topic_list_default
-from kafkalog.broker.config import BROKER_DEFAULTS, KafkaConfig
+from kafkalog.broker.config import BROKER_DEFAULTS, INTERNAL_BROKER_DEFAULTS, KafkaConfig
 from kafkalog.broker.connection_quotas import CONNECTION_QUOTAS, validate_connection_quota_configs
 from kafkalog.errors import InvalidConfigError, InvalidRequestError, KafkaLogError
 from kafkalog.storage.cleaner.cleaner_config import CleanerConfig
 from kafkalog.storage.config import broker_synonyms, topic_config_for
 from kafkalog.storage.files import write_file_atomically
+from kafkalog.storage.producer_state import ProducerStateManagerConfig
 
 __all__ = ["DYNAMIC_BROKER_CONFIGS_FILE", "alter_broker_configs", "is_dynamic", "load_dynamic_configs"]
+
+log = logging.getLogger(__name__)
 
 DYNAMIC_BROKER_CONFIGS_FILE = "kafkalog-broker-configs.json"
 
@@ -153,7 +158,9 @@ def _validate_names(names: list[str], per_broker: bool) -> None:
     static_names = [
         n
         for n in names
-        if not is_dynamic(n) and not _is_security(n) and (n in BROKER_DEFAULTS or n.startswith("log."))
+        if not is_dynamic(n)
+        and not _is_security(n)
+        and (n in BROKER_DEFAULTS or n in INTERNAL_BROKER_DEFAULTS or n.startswith("log."))
     ]
     if static_names:
         raise InvalidRequestError(f"Cannot update these configs dynamically: {_scala_set(static_names)}")
@@ -192,6 +199,16 @@ def _validate_thread_counts(old: KafkaConfig, new: KafkaConfig) -> None:
             raise InvalidRequestError(
                 f"{message}, value should not be greater than double the current value {before}"
             )
+
+
+def _reconfigure_producer_state(shared: ProducerStateManagerConfig, new: KafkaConfig) -> None:
+    """Kafka's ``DynamicProducerStateManagerConfig``: every partition's producer state reads the one
+    shared object, so the new expiry applies at the next snapshot load and expiration check."""
+    expiration_ms = new.producer_id_expiration_ms
+    if shared.producer_id_expiration_ms != expiration_ms:
+        log.info("Reconfigure producer.id.expiration.ms from %d to %d",
+                 shared.producer_id_expiration_ms, expiration_ms)
+        shared.producer_id_expiration_ms = expiration_ms
 
 
 def alter_broker_configs(
@@ -244,6 +261,7 @@ def alter_broker_configs(
         apis.config = new_config
         apis.log_manager.reconfigure_default_config(new_config.log_config)
         apis.log_manager.reconfigure_cleaner(cleaner)  # Kafka restarts its cleaner threads
+        _reconfigure_producer_state(apis.log_manager.producer_state_manager_config, new_config)
         quotas = apis.components.get(CONNECTION_QUOTAS)
         if quotas is not None:
             quotas.notify()  # a raised max.connections lets waiting connections in

@@ -7,7 +7,8 @@ segment files ``file.delete.delay.ms`` after their rename, flushing of logs
 with a ``flush.ms`` every ``log.flush.scheduler.interval.ms``, recovery-point checkpoints every
 ``log.flush.offset.checkpoint.interval.ms``, log start offsets every
 ``log.flush.start.offset.checkpoint.interval.ms``, high watermarks to ``replication-offset-checkpoint``
-every ``replica.high.watermark.checkpoint.interval.ms``). Shutdown: parked fetches are completed, requests in
+every ``replica.high.watermark.checkpoint.interval.ms``, producer-id expiry every
+``producer.id.expiration.check.interval.ms``). Shutdown: parked fetches are completed, requests in
 flight are answered, connections closed, then ``LogManager.close`` flushes, checkpoints and writes
 Kafka's clean-shutdown marker.
 """
@@ -197,7 +198,7 @@ class KafkaServer:
     def _open_logs(self) -> LogManager:
         config = self.config
         manager = LogManager(self.data_dir, default_config=config.log_config, node_id=config.node_id,
-                             lead=True)
+                             lead=True, producer_id_expiration_ms=config.producer_id_expiration_ms)
         self.recovery_reports = manager.recovery_reports()
         try:
             # compacted topics (``__consumer_offsets`` among them) are cleaned in the background
@@ -239,6 +240,11 @@ class KafkaServer:
             "transactionalId-expiration",
             config.get_int("transaction.remove.expired.transaction.cleanup.interval.ms"),
             self._remove_expired_transactional_ids,
+        )
+        self._schedule(
+            "PeriodicProducerExpirationCheck",
+            config.producer_id_expiration_check_interval_ms,
+            self._remove_expired_producers,
         )
         self._schedule(
             "kafka-recovery-point-checkpoint",
@@ -303,6 +309,14 @@ class KafkaServer:
         deleted = self.log_manager.cleanup_logs()
         if deleted:
             log.info("Retention deleted %d segment(s)", deleted)
+
+    async def _remove_expired_producers(self) -> None:
+        """Producers idle past ``producer.id.expiration.ms`` are forgotten (Kafka's
+        ``UnifiedLog.removeExpiredProducers``); their next batch may start at any sequence."""
+        assert self.log_manager is not None
+        removed = self.log_manager.remove_expired_producers()
+        if removed:
+            log.debug("Expired %d producer id(s)", removed)
 
     async def _flush_dirty_logs(self) -> None:
         assert self.log_manager is not None

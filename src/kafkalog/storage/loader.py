@@ -356,7 +356,9 @@ class LogLoader:
         return torn
 
     def _producer_state_at(self, offset: int) -> ProducerStateManager:
-        state = ProducerStateManager(self._dir, time=self._time)
+        # The temporary state expires producers as the log's own does (Kafka's LogLoader does the same).
+        state = ProducerStateManager(self._dir, time=self._time,
+                                     config=self._producer_state.producer_state_manager_config)
         rebuild_producer_state(state, self._segments, self._log_start_offset, offset)
         return state
 

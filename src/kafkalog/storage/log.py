@@ -92,6 +92,7 @@ from kafkalog.storage.producer_state import (
     CompletedTxn,
     ProducerAppendInfo,
     ProducerStateManager,
+    ProducerStateManagerConfig,
     rebuild_producer_state,
 )
 from kafkalog.storage.recovery_report import RecoveryReport
@@ -260,13 +261,16 @@ class Log:
     @classmethod
     def open(cls, directory: Path | str, config: LogConfig | None = None, *, recovery_point: int = 0,
              log_start_offset: int = 0, had_clean_shutdown: bool = True, time: Time = SYSTEM_TIME,
-             read_only: bool = False, topic_id: Uuid | None = None, fs: FileSystem | None = None) -> Log:
+             read_only: bool = False, topic_id: Uuid | None = None, fs: FileSystem | None = None,
+             producer_state_manager_config: ProducerStateManagerConfig | None = None) -> Log:
         """Open (or create) the partition in ``directory``, recovering it if it was not shut down cleanly.
 
         A newly created directory gets its ``partition.metadata`` (``topic_id``, or a random one).
         With ``read_only`` nothing on disk is created, recovered, truncated or deleted: the log is
         read as it is, a torn tail simply invisible (for readers in other processes), through ``fs``
         (default: the local filesystem). Without ``read_only`` ``fs`` must be local or None.
+        ``producer_state_manager_config``: the producer-id expiry, shared by a ``LogManager``'s logs
+        (default: its own, with Kafka's default ``producer.id.expiration.ms``).
         """
         directory = Path(directory)
         config = config or LogConfig()
@@ -275,7 +279,8 @@ class Log:
             fs = fs or LOCAL_FILESYSTEM
             if not fs.is_dir(directory):
                 raise KafkaStorageError(f"Partition directory {fs.describe(directory)} does not exist")
-            producer_state = ProducerStateManager(directory, time=time, read_only=True, fs=fs)
+            producer_state = ProducerStateManager(directory, time=time, read_only=True, fs=fs,
+                                                  config=producer_state_manager_config)
             segments, offsets = LogLoader(directory, config, time=time, read_only=True,
                                           log_start_offset=log_start_offset,
                                           recovery_point=recovery_point,
@@ -293,7 +298,7 @@ class Log:
             # Kafka writes the topic id when the partition is created, before the first append.
             metadata.write(topic_id if topic_id is not None else Uuid.random())
         epoch_cache = LeaderEpochCache(directory)
-        producer_state = ProducerStateManager(directory, time=time)
+        producer_state = ProducerStateManager(directory, time=time, config=producer_state_manager_config)
         loader = LogLoader(directory, config, time=time, read_only=False, log_start_offset=log_start_offset,
                            recovery_point=recovery_point, had_clean_shutdown=had_clean_shutdown,
                            producer_state=producer_state, leader_epoch_cache=epoch_cache)
@@ -1079,6 +1084,15 @@ class Log:
             return {pid: LastRecord(entry.last_data_offset if entry.last_data_offset >= 0 else None,
                                     entry.producer_epoch)
                     for pid, entry in self._producer_state.producers.items()}
+
+    def remove_expired_producers(self, current_time_ms: int | None = None) -> int:
+        """Forget the producers idle past ``producer.id.expiration.ms`` without an open transaction
+        (Kafka's ``UnifiedLog.removeExpiredProducers``, run by the broker's periodic check); returns
+        how many. Under the log's lock: appends and the cleaner read the same entries."""
+        with self._lock:
+            self._check_writable()
+            now = self._time.milliseconds() if current_time_ms is None else current_time_ms
+            return self._producer_state.remove_expired_producers(now)
 
     def replace_segments(self, new_segments: list[LogSegment],
                          old_segments: list[LogSegment]) -> list[LogSegment]:

@@ -73,6 +73,7 @@ from kafkalog.storage.metadata_files import (
     write_meta_properties,
 )
 from kafkalog.storage.partition_dirs import METADATA_TOPIC, scan_partition_dirs
+from kafkalog.storage.producer_state import PRODUCER_ID_EXPIRATION_MS, ProducerStateManagerConfig
 from kafkalog.storage.recovery_report import RecoveryReport
 from kafkalog.storage.txn_index import ABORTED_TXN_SIZE
 
@@ -199,6 +200,7 @@ class LogManager:
         cluster_id: str | None = None,
         progress: ProgressCallback | None = None,
         lead: bool = False,
+        producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         """Open (in writable mode: create) ``data_dir`` and load every partition in it.
 
@@ -211,7 +213,9 @@ class LogManager:
         ``force_recovery`` loads as after a crash even if the clean-shutdown marker is present;
         ``full_recovery`` additionally ignores the recovery-point checkpoint, so every segment is
         recovered. ``node_id``/``cluster_id`` only matter when ``meta.properties`` is written.
-        ``progress(done, total)`` is called as partitions are loaded.
+        ``progress(done, total)`` is called as partitions are loaded. ``producer_id_expiration_ms``
+        starts the ``ProducerStateManagerConfig`` every partition shares (``producer_state_manager_config``,
+        which a dynamic ``producer.id.expiration.ms`` changes).
         """
         self._dir = Path(data_dir)
         self._default_config = default_config if default_config is not None else LogConfig()
@@ -227,6 +231,7 @@ class LogManager:
         self._had_clean_shutdown = False
         self._lead = lead and not read_only
         self._file_delete_listener: Callable[[int], None] | None = None
+        self._producer_state_manager_config = ProducerStateManagerConfig(producer_id_expiration_ms)
         self._prepare_dir(node_id, cluster_id)
         try:
             self._load(force_recovery, full_recovery, progress)
@@ -332,6 +337,7 @@ class LogManager:
                     time=self._time,
                     read_only=self._read_only,
                     topic_id=topic_id,
+                    producer_state_manager_config=self._producer_state_manager_config,
                 )
             except KafkaLogError as e:
                 raise KafkaStorageError(f"Error while loading partition {topic}-{partition} from "
@@ -398,6 +404,11 @@ class LogManager:
     @property
     def time(self) -> Time:
         return self._time
+
+    @property
+    def producer_state_manager_config(self) -> ProducerStateManagerConfig:
+        """The producer-id expiry every partition shares (Kafka's ``ProducerStateManagerConfig``)."""
+        return self._producer_state_manager_config
 
     @property
     def default_config(self) -> LogConfig:
@@ -479,7 +490,8 @@ class LogManager:
             raise KafkaStorageError(f"Cannot create partition directory {directory}: {e}") from e
         try:
             # Log.open writes partition.metadata with the topic id, before any append (as Kafka does).
-            created = Log.open(directory, self._live_config(config), time=self._time, topic_id=topic_id)
+            created = Log.open(directory, self._live_config(config), time=self._time, topic_id=topic_id,
+                               producer_state_manager_config=self._producer_state_manager_config)
             created.set_file_delete_listener(self._file_delete_listener)
             if self._lead:
                 created.become_leader()
@@ -718,6 +730,13 @@ class LogManager:
         """When the earliest ``.deleted`` segment of any log is due (None: nothing waits)."""
         logs = self._logs_by_partition().values()
         return min((t for p in logs if (t := p.next_file_delete_ms) is not None), default=None)
+
+    def remove_expired_producers(self) -> int:
+        """Forget, in every partition, the producers idle past ``producer.id.expiration.ms`` without an
+        open transaction (what Kafka's PeriodicProducerExpirationCheck does); returns how many."""
+        with self._lock:
+            self._check_writable("expire producers")
+            return sum(p.remove_expired_producers() for p in self.logs())
 
     def flush(self) -> None:
         with self._lock:

@@ -5,6 +5,11 @@ last five batches (to spot retried duplicates), its coordinator epoch and, while
 open, the transaction's first offset. Open transactions hold back the last stable offset; an ABORT
 marker yields the ``AbortedTxn`` that goes into the segment's ``.txnindex``.
 
+A producer idle for ``producer.id.expiration.ms`` (its last batch's max timestamp that long ago)
+without an open transaction is forgotten, at snapshot load and whenever ``remove_expired_producers``
+runs (the broker's periodic check); the expiry comes from a ``ProducerStateManagerConfig`` that every
+partition of a ``LogManager`` shares.
+
 The state is rebuilt from the log at load and saved in ``<offset>.snapshot`` files (spec §7.4, the
 format Kafka reads) when a segment is rolled and when the log is closed, so that a restart — ours or
 Kafka's — need not rescan the log. A Kafka broker that finds no snapshot after a clean shutdown
@@ -59,6 +64,7 @@ __all__ = [
     "ProducerAppendInfo",
     "ProducerStateEntry",
     "ProducerStateManager",
+    "ProducerStateManagerConfig",
     "TxnMetadata",
     "decrement_sequence",
     "rebuild_producer_state",
@@ -68,8 +74,30 @@ log = logging.getLogger(__name__)
 
 # Kafka keeps the metadata of a producer's last five batches for duplicate detection.
 NUM_BATCHES_TO_RETAIN = 5
-# Broker default of producer.id.expiration.ms: producers idle this long are forgotten at load.
+# Broker default of producer.id.expiration.ms: producers idle this long are forgotten.
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
+
+
+class ProducerStateManagerConfig:
+    """Kafka's ``ProducerStateManagerConfig``: one object shared by every partition of a
+    ``LogManager``, so that a dynamic ``producer.id.expiration.ms`` reaches them all at once."""
+
+    def __init__(self, producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> None:
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+
+    @property
+    def producer_id_expiration_ms(self) -> int:
+        return self._producer_id_expiration_ms
+
+    @producer_id_expiration_ms.setter
+    def producer_id_expiration_ms(self, value: int) -> None:
+        # Kafka's DynamicProducerStateManagerConfig refuses a negative value.
+        if value < 0:
+            raise IllegalArgumentError(f"producer.id.expiration.ms cannot be less than 0: {value}")
+        self._producer_id_expiration_ms = value
+
+    def __repr__(self) -> str:
+        return f"ProducerStateManagerConfig(producer_id_expiration_ms={self._producer_id_expiration_ms})"
 
 
 def decrement_sequence(sequence: int, decrement: int) -> int:
@@ -301,7 +329,7 @@ class ProducerStateManager:
     """Producer entries, open transactions and the snapshots of one partition directory."""
 
     def __init__(self, log_dir: Path | str, *, time: Time, read_only: bool = False,
-                 producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
+                 config: ProducerStateManagerConfig | None = None,
                  fs: FileSystem | None = None) -> None:
         self._dir = Path(log_dir)
         if fs is not None and not read_only and not isinstance(fs, LocalFileSystem):
@@ -311,7 +339,7 @@ class ProducerStateManager:
         self._fs = fs if read_only else None
         self._time = time
         self._read_only = read_only
-        self._expiration_ms = producer_id_expiration_ms
+        self._config = config if config is not None else ProducerStateManagerConfig()
         self.producers: dict[int, ProducerStateEntry] = {}
         # first offset -> open transaction; the smallest key is the first unstable offset.
         self._ongoing: dict[int, TxnMetadata] = {}
@@ -324,6 +352,10 @@ class ProducerStateManager:
     @property
     def partition(self) -> str:
         return self._dir.name
+
+    @property
+    def producer_state_manager_config(self) -> ProducerStateManagerConfig:
+        return self._config
 
     @property
     def map_end_offset(self) -> int:
@@ -352,6 +384,12 @@ class ProducerStateManager:
         entry = self.producers.get(producer_id)
         return entry is not None and entry.current_txn_first_offset is not None
 
+    def is_producer_expired(self, current_time_ms: int, entry: ProducerStateEntry) -> bool:
+        """Idle for ``producer.id.expiration.ms`` since its last batch (or marker), and no open
+        transaction: a producer with one is never forgotten."""
+        return (entry.current_txn_first_offset is None
+                and current_time_ms - entry.last_timestamp >= self._config.producer_id_expiration_ms)
+
     # --- updates ------------------------------------------------------------------------------
 
     def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:
@@ -368,6 +406,15 @@ class ProducerStateManager:
             self.producers[append_info.producer_id] = append_info.updated_entry
         for txn in append_info.started_transactions:
             self._ongoing[txn.first_offset.message_offset] = txn
+
+    def remove_expired_producers(self, current_time_ms: int) -> int:
+        """Forget every expired producer (Kafka's ``removeExpiredProducers``); returns how many.
+        Its next batch then starts it afresh with any sequence (KIP-360)."""
+        expired = [pid for pid, entry in self.producers.items()
+                   if self.is_producer_expired(current_time_ms, entry)]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
 
     def last_stable_offset(self, completed: CompletedTxn) -> int:
         """The LSO once ``completed`` ends: the start of the oldest other open transaction, else just
@@ -505,11 +552,10 @@ class ProducerStateManager:
 
     def _load_entry(self, entry: ProducerSnapshotEntry, now: int) -> None:
         txn_first = entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else None
-        # Kafka forgets producers idle past producer.id.expiration.ms, unless a transaction is open.
-        if txn_first is None and now - entry.timestamp >= self._expiration_ms:
-            return
         state = ProducerStateEntry(entry.producer_id, entry.producer_epoch, entry.coordinator_epoch,
                                    entry.timestamp, txn_first)
+        if self.is_producer_expired(now, state):
+            return
         if entry.last_offset >= 0:
             state.batch_metadata.append(BatchMetadata(entry.last_sequence, entry.last_offset,
                                                       entry.offset_delta, entry.timestamp))
