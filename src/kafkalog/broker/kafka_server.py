@@ -68,6 +68,12 @@ def _authenticator(apis: KafkaApis, servers: ServerFactories) -> Callable[[], Sa
     return lambda: SaslServerAuthenticator(apis, servers)
 
 
+def _highest_producer_id(log_manager: LogManager) -> int:
+    """The highest producer id in any partition's producer state (-1 without any)."""
+    return max((pid for partition_log in log_manager.logs()
+                for pid in partition_log.producer_state.producers), default=-1)
+
+
 class KafkaServer:
     def __init__(self, data_dir: Path | str, config: KafkaConfig | None = None) -> None:
         self.data_dir = Path(data_dir)
@@ -129,12 +135,13 @@ class KafkaServer:
             if meta.cluster_id is None:
                 raise KafkaStorageError(f"No cluster.id in {self.data_dir / META_PROPERTIES_FILE}")
             replica_manager = ReplicaManager(self.log_manager)
+            producer_ids = ProducerIdManager(self.data_dir)
             first = config.listeners[0]
             self.apis = KafkaApis(
                 config,
                 self.log_manager,
                 replica_manager,
-                ProducerIdManager(self.data_dir),
+                producer_ids,
                 MetadataCache(self.log_manager),
                 meta.cluster_id,
                 BrokerEndpoint(config.node_id, "", first.port),
@@ -151,6 +158,12 @@ class KafkaServer:
             if txn_coordinator is not None:
                 # after the groups: completing a transaction can apply offsets it committed
                 txn_coordinator.startup()
+            # Before the first InitProducerId: above every producer id the partitions and the loaded
+            # __transaction_state hold (kafkalog-producer-ids may be missing, e.g. in Kafka's log.dirs).
+            producer_ids.ensure_above(max(
+                _highest_producer_id(self.log_manager),
+                txn_coordinator.state_manager.highest_producer_id if txn_coordinator is not None else -1,
+            ))
             apis = self.apis
             quotas = ConnectionQuotas(lambda: apis.config, [spec.name for spec in config.listeners])
             apis.components[CONNECTION_QUOTAS] = quotas  # a dynamic limit wakes the waiting connections

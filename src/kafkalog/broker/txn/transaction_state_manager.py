@@ -63,6 +63,9 @@ class TransactionStateManager:
         self._time = time
         self._on_append = on_append
         self._states: dict[str, TransactionMetadata] = {}
+        # The highest producer id any record of __transaction_state names (kept or since tombstoned):
+        # the producer id manager starts above it when its own file is missing.
+        self.highest_producer_id = -1
 
     def partition_for(self, transactional_id: str) -> int:
         return self._topic.partition_for(transactional_id)
@@ -125,6 +128,8 @@ class TransactionStateManager:
                         self._states.pop(transactional_id, None)
                         continue
                     value = decode_transaction_log_value(record.value)
+                    self.highest_producer_id = max(self.highest_producer_id, value.producer_id,
+                                                   value.previous_producer_id, value.next_producer_id)
                     metadata = TransactionMetadata.from_log_value(transactional_id, value)
                 except (KafkaLogError, ValueError) as e:
                     skipped += 1
