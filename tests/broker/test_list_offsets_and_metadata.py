@@ -251,6 +251,15 @@ def test_a_directory_written_at_a_later_epoch_is_served_at_it(tmp_path):
             (partition,) = result.partitions
             answer = (partition.error_code, partition.leader_epoch, partition.end_offset)
             assert answer == ((expected, 3, 2) if expected == ErrorCode.none else (expected, -1, -1)), current
+        # -2: Fetch reads any negative epoch as none (FetchRequest.optionalEpoch); ListOffsets and
+        # OffsetForLeaderEpoch only -1, so -2 is an older epoch there: fenced.
+        assert _fetch(sock, "e", 0, current_leader_epoch=-2)[1].error_code == ErrorCode.none
+        ((_, [(_, error, _, _)]),) = _list_offsets_of(sock, 7, [("e", [(0, -1)])], -2)
+        assert error == ErrorCode.fenced_leader_epoch
+        asked = mod.OffsetForLeaderTopic(topic="e", partitions=(
+            mod.OffsetForLeaderPartition(partition=0, current_leader_epoch=-2, leader_epoch=3),))
+        (result,) = _raw.request(sock, cls(replica_id=-1, topics=(asked,))).topics
+        assert result.partitions[0].error_code == ErrorCode.fenced_leader_epoch
         consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g",
                              "enable.auto.commit": False})
         try:

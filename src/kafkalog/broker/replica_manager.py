@@ -115,8 +115,10 @@ def _check_current_leader_epoch(tp: TopicPartition, partition_log: Log, current_
     """Kafka's ``Partition.checkCurrentLeaderEpoch``: a client's idea of the leader epoch (Fetch v9+,
     ListOffsets v4+, OffsetForLeaderEpoch v2+; -1 for none) against the partition's
     (``Log.leader_epoch``, what Metadata reports): older is fenced, newer unknown -- the client's
-    metadata is stale, or ahead of ours."""
-    if current_leader_epoch < 0:
+    metadata is stale, or ahead of ours. Only -1 means "none" here, as for ListOffsets and
+    OffsetForLeaderEpoch in Kafka (-2 is simply older); Fetch maps every negative to -1 first
+    (``FetchRequest.optionalEpoch``)."""
+    if current_leader_epoch == -1:
         return
     leader_epoch = partition_log.leader_epoch
     if current_leader_epoch < leader_epoch:
@@ -397,7 +399,7 @@ class ReplicaManager:
         prefer_read: bool = True,
     ) -> FetchPartitionData:
         try:
-            partition_log = self.get_log(tp, info.current_leader_epoch)
+            partition_log = self.get_log(tp, max(info.current_leader_epoch, -1))  # Fetch: negative = none
             # Offsets before the read: a concurrent append must not make them run ahead of the data.
             high_watermark = partition_log.high_watermark
             last_stable = partition_log.last_stable_offset

@@ -96,7 +96,7 @@ def _follower_fetch(
     results: dict[TopicPartition, FetchPartitionData] = {}
     for tp, info in wanted:
         try:
-            apis.replica_manager.get_log(tp, info.current_leader_epoch)
+            apis.replica_manager.get_log(tp, max(info.current_leader_epoch, -1))
         except KafkaLogError as e:
             results[tp] = FetchPartitionData(error_code_for(e))
             continue

@@ -26,7 +26,9 @@ async def handle_list_transactions_request(apis: Any, request: RequestContext, b
     cls = response_type(ApiKey.LIST_TRANSACTIONS, request.api_version)
     state_cls = nested_type(cls, "TransactionState")
     coordinator = transaction_coordinator(apis)
-    unknown = tuple(name for name in body.state_filters if TransactionState.parse(name) is None)
+    # Kafka reads the filters as a set: an unknown name is reported once
+    filters = dict.fromkeys(body.state_filters)
+    unknown = tuple(name for name in filters if TransactionState.parse(name) is None)
     states = {TransactionState.parse(name) for name in body.state_filters} - {None}
     producer_ids = {int(p) for p in body.producer_id_filters}
     duration = int(getattr(body, "duration_filter", -1))
