@@ -10,7 +10,6 @@ splitting) so that whatever Kafka accepts is accepted here, and report every fai
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from kafkalog.storage._java_text import (
     java_split_ws,
     read_text,
 )
-from kafkalog.storage.files import write_file_atomically
+from kafkalog.storage.files import create_empty_file, write_file_atomically
 from kafkalog.storage.filesystem import FileSystem
 
 __all__ = [
@@ -122,14 +121,7 @@ class _CheckpointFile:
         if self._fs is not None:
             raise KafkaStorageError(f"Checkpoint file {self._fs.describe(self._path)} is opened read-only")
         with self._lock:
-            try:
-                fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                return False
-            except OSError as e:
-                raise KafkaStorageError(f"Cannot create checkpoint file {self._path}: {e}") from e
-            os.close(fd)
-            return True
+            return create_empty_file(self._path, "checkpoint file")
 
     def _write_lines(self, lines: list[str]) -> None:
         text = f"{self.VERSION}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)

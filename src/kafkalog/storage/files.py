@@ -15,12 +15,32 @@ from pathlib import Path
 
 from kafkalog.errors import KafkaStorageError
 
-__all__ = ["delete_file_if_exists", "fsync_directory", "replace_file", "write_file", "write_file_atomically"]
+__all__ = [
+    "create_empty_file",
+    "delete_file_if_exists",
+    "fsync_directory",
+    "replace_file",
+    "write_file",
+    "write_file_atomically",
+]
 
 
 def _describe(what: str, path: Path) -> str:
     # "offset index /d/0.index", or just the path for the ``.log`` file, whose messages never named it.
     return f"{what} {path}" if what else str(path)
+
+
+def create_empty_file(path: Path, what: str = "") -> bool:
+    """Create ``path`` empty unless it exists; True if it did. Kafka creates its checkpoint files so
+    (``CheckpointFile``), and an index that never had an entry is an empty file too."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    except OSError as e:
+        raise KafkaStorageError(f"Cannot create {_describe(what, path)}: {e}") from e
+    os.close(fd)
+    return True
 
 
 def delete_file_if_exists(path: Path, what: str = "") -> bool:

@@ -33,7 +33,7 @@ class LeaderEpochCache:
         self._entries: list[EpochEntry] = []
         self._dirty = False
         if not read_only:
-            self._create_empty()
+            self._file.create_if_missing()  # as Kafka's CheckpointFile: empty, read as no entries
         try:
             read = self._file.read()
         except KafkaStorageError:
@@ -45,16 +45,6 @@ class LeaderEpochCache:
             self._assign(entry.epoch, entry.start_offset)
         # The replay leaves the file as it is, as Kafka's does: it is rewritten at the next change.
         self._dirty = False
-
-    def _create_empty(self) -> None:
-        # Kafka's CheckpointFile creates a missing file with nothing in it (read as no entries).
-        try:
-            with open(self._file.path, "xb"):
-                pass
-        except FileExistsError:
-            pass
-        except OSError as e:
-            raise KafkaStorageError(f"Cannot create checkpoint file {self._file.path}: {e}") from e
 
     @property
     def entries(self) -> list[EpochEntry]:

@@ -38,7 +38,7 @@ from kafkalog.errors import (
 from kafkalog.records.batch import RecordBatch
 from kafkalog.records.types import MAGIC_V2
 from kafkalog.storage.file_records import FileRecords, LogOffsetPosition, TimestampAndOffset, as_bytes_view
-from kafkalog.storage.files import delete_file_if_exists, replace_file
+from kafkalog.storage.files import create_empty_file, delete_file_if_exists, replace_file
 from kafkalog.storage.filesystem import LOCAL_FILESYSTEM, FileSystem, LocalFileSystem
 from kafkalog.storage.index import AbstractIndex, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset
 from kafkalog.storage.log_file_utils import (
@@ -195,14 +195,7 @@ class LazyIndex(Generic[I]):
     def _create_empty_if_missing(self) -> bool:
         """Unloaded and without a file yet: create the file empty, which is what an index with no entry
         trims to (no preallocation, map and cut back). Returns whether it did; call with the lock."""
-        try:
-            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        except OSError as e:
-            raise KafkaStorageError(f"Cannot create index {self._path}: {e}") from e
-        os.close(fd)
-        return True
+        return create_empty_file(self._path, "index")
 
     def flush(self) -> None:
         """Flush the index if it is loaded. One never loaded holds nothing unwritten, but its file must
