@@ -19,6 +19,12 @@ class CorruptRecordError(KafkaLogError):
     """Bytes fail an integrity check: bad CRC, impossible size, truncated where data must exist."""
 
 
+class DecompressionError(CorruptRecordError):
+    """A compressed record set its codec cannot decompress although its CRC held. Corrupt data to
+    recovery and readers; on produce Kafka answers it as an unexpected error (its codecs throw a
+    KafkaException, not CorruptRecordException), UNKNOWN_SERVER_ERROR, which clients do not retry."""
+
+
 class InvalidRecordError(KafkaLogError):
     """Bytes are intact but break a format or semantic rule (counts, offsets, keys, magic)."""
 

@@ -120,10 +120,11 @@ def test_per_partition_error_codes(broker):
         if not broker.server.log_manager.has_topic("__consumer_offsets"):
             broker.server.log_manager.create_topic("__consumer_offsets", 1, {"cleanup.policy": "compact"})
         # only the group coordinator writes to it (Kafka: "Cannot append to internal topic"), and the
-        # refusal reports the log start offset, without a message, as Kafka's appendToLocalLog does
+        # refusal carries no message and no log start offset (Kafka answers it with its "unknown"
+        # LogAppendInfo)
         internal = _produce(sock, "__consumer_offsets", _batch(1))
         assert (internal.error_code, internal.log_start_offset, internal.error_message) == (
-            ErrorCode.invalid_topic_exception, 0, None)
+            ErrorCode.invalid_topic_exception, -1, None)
         # the share-group coordinator's topic is internal too (Kafka's Topic.INTERNAL_TOPICS), when a
         # data directory holds it
         broker.server.log_manager.create_topic("__share_group_state", 1, {"cleanup.policy": "delete"})
@@ -332,3 +333,22 @@ def _tp(topic):
     from kafkalog.broker.replica_manager import TopicPartition
 
     return TopicPartition(topic, 0)
+
+
+def test_batches_too_damaged_to_read_are_answered_not_dropped(broker):
+    """A v2 batch whose length field is too small to hold a header (the transactional checks read its
+    attributes first) is CORRUPT_MESSAGE, the connection kept; a compressed payload its codec cannot
+    read (the CRC holds) is UNKNOWN_SERVER_ERROR with the log start offset, as Kafka's appendToLocalLog
+    answers what its codecs throw — not the retriable CORRUPT_MESSAGE."""
+    with _raw.connect(broker.bootstrap_servers) as sock:
+        _create(sock, "damaged")
+        for size in (14, 38, 48):
+            short = bytearray(struct.pack(">qi", 0, size) + bytes(size))
+            short[16] = 2  # magic
+            answer = _produce(sock, "damaged", bytes(short))
+            assert (answer.error_code, answer.log_start_offset) == (ErrorCode.corrupt_message, -1)
+        not_gzip = _with_codec(_batch(3), 1)  # says gzip over records that are not; the CRC holds
+        answer = _produce(sock, "damaged", not_gzip)
+        assert (answer.error_code, answer.log_start_offset, answer.error_message) == (
+            ErrorCode.unknown_server_error, 0, None)
+        assert _produce(sock, "damaged", _batch(1)).error_code == ErrorCode.none  # still connected

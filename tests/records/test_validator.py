@@ -466,6 +466,19 @@ def test_record_errors_read_as_kafkas_log_validator_writes_them() -> None:
                 "value=2 bytes). Producer should not set timestamp type to LogAppendTime.")
     assert ts_info.value.record_errors == [(0, expected)]
     assert ts_info.value.client_message == "One or more records have been rejected due to invalid timestamp"
+    # A compressed batch Kafka may keep as sent is read without keys and values
+    # (skipKeyValueIterator): its records print as PartialDefaultRecord, a null key as -1 bytes.
+    kept = build(2, GZIP, [SimpleRecord(b"vv", None, T0)], log_append_time=T0, timestamp_type=APPEND)
+    with pytest.raises(InvalidTimestampError) as partial:
+        validate(kept, timestamp_type=APPEND, target_compression=GZIP)
+    assert partial.value.record_errors == [(0, (
+        f"Invalid timestamp type in message PartialDefaultRecord(offset=0, timestamp={T0}, key=-1 bytes, "
+        "value=2 bytes). Producer should not set timestamp type to LogAppendTime."))]
+    # Kafka computes the bounds in Java longs: now + Long.MAX_VALUE (after.max.ms unset) wraps.
+    with pytest.raises(InvalidTimestampError) as wrapped:
+        validate(build(2, NONE, [SimpleRecord(b"v", b"k", NOW - 2 * HOUR)]), timestamp_before_max_ms=HOUR)
+    ((_, text),) = wrapped.value.record_errors
+    assert text.endswith(f"should be within [{NOW - HOUR}, {NOW + 2**63 - 1 - 2**64}]")
 
 
 def test_log_append_time_from_producers() -> None:

@@ -22,7 +22,9 @@ from kafkalog.broker.error_codes import error_code_for
 from kafkalog.broker.file_region import FileRegion
 from kafkalog.errors import (
     CorruptRecordError,
+    DecompressionError,
     FencedLeaderEpochError,
+    InvalidTopicError,
     KafkaLogError,
     KafkaStorageError,
     OffsetOutOfRangeError,
@@ -220,13 +222,21 @@ class ReplicaManager:
         log start offset, except those Kafka answers without one (an unknown partition, a batch too
         large or corrupt, a storage error)."""
         try:
-            check_client_append(tp.topic)  # the coordinators append to their topics by their own path
+            # the coordinators append to their topics by their own path; Kafka refuses a client's
+            # append there with its "unknown" append info: no log start offset
+            check_client_append(tp.topic)
+        except InvalidTopicError as e:
+            return PartitionResponse(error_code_for(e))
+        try:
             partition_log = self.get_log(tp)
             if records is None:
-                return PartitionResponse(
-                    ErrorCode.invalid_record, error_message="Null records in produce request"
-                )
+                # Kafka fails on null records without an answer; kafkalog answers INVALID_RECORD
+                return PartitionResponse(ErrorCode.invalid_record)
             info = partition_log.append_as_leader(MemoryRecords(records))
+        except DecompressionError:
+            # as Kafka's appendToLocalLog answers what its codecs throw: not retriable
+            return PartitionResponse(ErrorCode.unknown_server_error,
+                                     log_start_offset=self._log_start_offset(tp))
         except _WITHOUT_LOG_START as e:
             return PartitionResponse(error_code_for(e))
         except RecordValidationError as e:

@@ -27,7 +27,7 @@ import cramjam
 import xxhash
 import zstandard
 
-from kafkalog.errors import CorruptRecordError, UnsupportedCompressionTypeError
+from kafkalog.errors import CorruptRecordError, DecompressionError, UnsupportedCompressionTypeError
 from kafkalog.records.types import MAGIC_V0, MAGIC_V2, CompressionType
 
 __all__ = ["MAX_DECOMPRESSED_BYTES", "compress", "decompress"]
@@ -422,4 +422,9 @@ _DECOMPRESSORS: dict[CompressionType, Callable[[BytesLike, int], bytes]] = {
 def decompress(codec: int, data: BytesLike, magic: int) -> bytes:
     """Decompress one compressed record set / records area written by any Kafka client."""
     ctype = _check_codec(codec, magic)
-    return _DECOMPRESSORS[ctype](data, magic)
+    try:
+        return _DECOMPRESSORS[ctype](data, magic)
+    except DecompressionError:
+        raise
+    except CorruptRecordError as e:
+        raise DecompressionError(str(e)) from None

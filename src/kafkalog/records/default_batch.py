@@ -346,7 +346,7 @@ def records_area(entry: memoryview, attributes: int, where: str) -> tuple[BytesL
     try:
         return compression.decompress(codec, entry[RECORD_BATCH_OVERHEAD:], MAGIC_V2), 0
     except CorruptRecordError as e:
-        raise CorruptRecordError(f"{e} ({where})") from None
+        raise type(e)(f"{e} ({where})") from None
 
 
 def batch_where(position: int, base_offset: int) -> str:

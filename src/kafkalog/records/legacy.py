@@ -192,7 +192,7 @@ def _wrapper_and_inner(entry: memoryview, position: int) -> tuple[LegacyMessage,
     try:
         data = memoryview(compression.decompress(codec, wrapper.value, wrapper_magic))
     except CorruptRecordError as e:
-        raise CorruptRecordError(f"{e} (compressed wrapper with offset {offset}, {where})") from None
+        raise type(e)(f"{e} (compressed wrapper with offset {offset}, {where})") from None
     inner: list[LegacyMessage] = []
     pos = 0
     end = len(data)

@@ -92,6 +92,12 @@ UNKNOWN_OFFSET = -1
 _OFFSETS_SHOWN = 10
 
 
+
+def _java_long(value: int) -> int:
+    """``value`` as Java's long arithmetic leaves it (wrapped to 64 bits): Kafka prints a timestamp
+    bound computed so, e.g. now + Long.MAX_VALUE when message.timestamp.after.max.ms is unset."""
+    return ((value + 2**63) % 2**64) - 2**63
+
 class AppendOrigin(Enum):
     """Who is appending (Kafka's ``AppendOrigin``): client checks apply only to CLIENT."""
 
@@ -576,10 +582,12 @@ class LogValidator:
                              summary.max_timestamp)
 
     def _validate_record(
-        self, batch: RecordBatch, recs: _BatchRecords, i: int, batch_index: int
+        self, batch: RecordBatch, recs: _BatchRecords, i: int, batch_index: int, partial: bool = False
     ) -> _RecordError | None:
         """Kafka's ``validateRecord`` for record ``i``: a bad inner CRC raises at once, the other
-        problems are returned so that every bad record of the batch gets reported."""
+        problems are returned so that every bad record of the batch gets reported. ``partial``: the
+        records are read as Kafka reads a compressed v2 batch it may keep (``skipKeyValueIterator``),
+        which shows in a record's text."""
         messages = recs.messages
         offset = recs.offsets[i]
         if messages is not None:
@@ -610,8 +618,8 @@ class LogValidator:
                 return _RecordError(
                     i,
                     f"Timestamp {timestamp} of message with offset {offset} is out of range. The timestamp "
-                    f"should be within [{self._now - config.timestamp_before_max_ms}, "
-                    f"{self._now + config.timestamp_after_max_ms}]",
+                    f"should be within [{_java_long(self._now - config.timestamp_before_max_ms)}, "
+                    f"{_java_long(self._now + config.timestamp_after_max_ms)}]",
                     True,
                 )
         elif batch.timestamp_type is TimestampType.LOG_APPEND_TIME:
@@ -619,8 +627,8 @@ class LogValidator:
             # and, on CreateTime topics, when its timestamp is -1; otherwise it passes the range check.
             return _RecordError(
                 i,
-                f"Invalid timestamp type in message {self._record_text(recs, i)}. Producer should not set "
-                "timestamp type to LogAppendTime.",
+                f"Invalid timestamp type in message {self._record_text(recs, i, partial)}. Producer should "
+                "not set timestamp type to LogAppendTime.",
                 True,
             )
         return None
@@ -630,14 +638,18 @@ class LogValidator:
         return "" if tp is None else f" in topic partition {tp}"
 
     @staticmethod
-    def _record_text(recs: _BatchRecords, i: int) -> str:
-        """A record as Kafka's ``toString`` shows it in a record error (DefaultRecord's form; a legacy
-        message's, LegacyRecord's)."""
+    def _record_text(recs: _BatchRecords, i: int, partial: bool = False) -> str:
+        """A record as Kafka's ``toString`` shows it in a record error (DefaultRecord's form, or
+        PartialDefaultRecord's when read without key and value, where a null one is -1 bytes; a
+        legacy message's, LegacyRecord's)."""
         key, value = recs.keys[i], recs.values[i]
-        key_size, value_size = (0 if key is None else len(key)), (0 if value is None else len(value))
+        absent = -1 if partial else 0
+        key_size = absent if key is None else len(key)
+        value_size = absent if value is None else len(value)
         sizes = f"key={key_size} bytes, value={value_size} bytes"
         if recs.messages is None:
-            return f"DefaultRecord(offset={recs.offsets[i]}, timestamp={recs.timestamps[i]}, {sizes})"
+            kind = "PartialDefaultRecord" if partial else "DefaultRecord"
+            return f"{kind}(offset={recs.offsets[i]}, timestamp={recs.timestamps[i]}, {sizes})"
         m = recs.messages[i]
         codec = m.compression_type.name.lower()
         head = f"magic={m.magic}, attributes={m.attributes}, compression={codec}, crc={m.crc}"
@@ -794,6 +806,7 @@ class LogValidator:
         record_count = 0
         for index, batch in enumerate(self._batches):
             self._validate_batch(first, batch, index)
+            partial = in_place and batch.magic >= MAGIC_V2  # Kafka's skipKeyValueIterator
             if in_place and batch.magic >= MAGIC_V2:
                 # Kept as is if every record is valid and its offsets are 0, 1, ...: a walk with no
                 # decoded records decides it (the usual compressed produce request).
@@ -812,7 +825,7 @@ class LogValidator:
             for i in range(len(recs)):
                 expected_offset = expected_inner_offset
                 expected_inner_offset += 1
-                error = self._validate_record(batch, recs, i, index)
+                error = self._validate_record(batch, recs, i, index, partial)
                 if error is None and batch.magic > MAGIC_V0 and to_magic > MAGIC_V0:
                     if recs.timestamps[i] > max_timestamp:
                         max_timestamp = recs.timestamps[i]

@@ -84,11 +84,15 @@ def _verify_transaction(
     (Kafka's produce-side verification, KIP-890 part 1, ``transaction.partition.verification.enable``):
     otherwise a late or stray write would open a transaction nobody ends, and hold the partition's
     last stable offset until it timed out. Errors as Kafka's ``handleProduceAppend`` translates them."""
-    batch = next(iter_batches(records, in_memory=True))
-    if not batch.is_transactional or batch.producer_id < 0:
-        return None
+    try:
+        batch = next(iter_batches(records, in_memory=True))
+        if not batch.is_transactional or batch.producer_id < 0:
+            return None
+        producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
+    except CorruptRecordError:
+        return None  # a header too short to read: validation answers CORRUPT_MESSAGE
     error = transaction_coordinator(apis).verify_partition(
-        transactional_id, batch.producer_id, batch.producer_epoch, (tp.topic, tp.partition)
+        transactional_id, producer_id, producer_epoch, (tp.topic, tp.partition)
     )
     if error == ErrorCode.none:
         return None
@@ -124,10 +128,10 @@ def _has_transactional_records(body: ProduceRequestData) -> bool:
                 continue
             try:
                 first = next(iter_batches(partition.records, in_memory=True), None)
-            except CorruptRecordError:
+                if first is not None and first.is_transactional:
+                    return True
+            except CorruptRecordError:  # the attributes too may be past a batch cut short
                 continue
-            if first is not None and first.is_transactional:
-                return True
     return False
 
 
