@@ -123,10 +123,13 @@ TimestampOffset.UNKNOWN = TimestampOffset(-1, -1)
 class IndexFileSlots:
     """An index file's slots as stored, not trusted: what a dump or a verification must show.
 
-    ``entries`` holds every whole slot as (offset, position) for an offset index or (timestamp,
-    offset) for a time index, offsets made absolute. The first ``used`` precede the zero-filled tail
-    a writer preallocates (Kafka's dump stops at the first slot with relative offset 0 after the
-    first); ``dirty_tail`` is the byte position of the first non-zero byte inside that tail, if any.
+    ``entries`` holds the ``used`` slots that precede the zero-filled tail a writer preallocates
+    (Kafka's dump stops at the first slot with relative offset 0 after the first), as (offset,
+    position) for an offset index or (timestamp, offset) for a time index, offsets made absolute;
+    ``slots`` counts every whole slot and ``last_slot`` is the last of them as stored (Kafka opens a
+    file as that many entries). ``dirty_tail`` is the byte position of the first non-zero byte inside
+    the tail, if any. The zero tail is not decoded slot by slot: an active segment's preallocated
+    index holds a million of them.
     """
 
     path: Path
@@ -136,6 +139,8 @@ class IndexFileSlots:
     entries: list[tuple[int, int]]
     used: int
     dirty_tail: int | None
+    slots: int
+    last_slot: tuple[int, int] | None
 
     def entries_in_use(self) -> list[tuple[int, int]]:
         """The first ``used`` slots, except that a file whose every slot is zero bytes has none: it
@@ -150,7 +155,7 @@ class IndexFileSlots:
     def sanity_failure(self) -> str | None:
         """Kafka's sanity check over the file as Kafka opens it (every whole slot is an entry)."""
         first = self.entries[0] if self.entries else None
-        last = self.entries[-1] if self.entries else None
+        last = self.last_slot
         if self.time_index:
             return time_index_sanity_failure(self.path, self.base_offset, self.length,
                                              None if first is None else first[0], last)
@@ -165,7 +170,7 @@ class IndexFileSlots:
         found: list[tuple[str, int | None]] = []
         entry_size = TIME_INDEX_ENTRY_SIZE if self.time_index else OFFSET_INDEX_ENTRY_SIZE
         failure = self.sanity_failure()
-        if failure is not None and (not self.time_index or self.used == len(self.entries)):
+        if failure is not None and (not self.time_index or self.used == self.slots):
             found.append((failure, None))
         elif self.length % entry_size:
             found.append((f"length {self.length} is not a multiple of {entry_size}", None))
@@ -181,17 +186,22 @@ def _read_slots(path: Path, base_offset: int, entry: struct.Struct, offset_colum
     except OSError as e:
         raise KafkaStorageError(f"Cannot read index file {path}: {e}") from e
     count = len(data) // entry.size
+
+    def absolute(first: int, second: int) -> tuple[int, int]:
+        return (first, base_offset + second) if offset_column else (base_offset + first, second)
+
     entries = []
-    used = count
     for i, (first, second) in enumerate(entry.iter_unpack(memoryview(data)[: count * entry.size])):
-        rel = second if offset_column else first
-        if i > 0 and rel == 0 and used == count:
-            used = i
-        entries.append((first, base_offset + rel) if offset_column else (base_offset + rel, second))
+        if i > 0 and (second if offset_column else first) == 0:
+            break  # the zero-filled tail begins
+        entries.append(absolute(first, second))
+    used = len(entries)
+    last_slot = absolute(*entry.unpack_from(data, (count - 1) * entry.size)) if count else None
     tail = data[used * entry.size :]
     stripped = tail.lstrip(b"\0")
     dirty_tail = None if not stripped else used * entry.size + len(tail) - len(stripped)
-    return IndexFileSlots(path, base_offset, bool(offset_column), len(data), entries, used, dirty_tail)
+    return IndexFileSlots(path, base_offset, bool(offset_column), len(data), entries, used, dirty_tail,
+                          count, last_slot)
 
 
 def read_offset_index_file(path: Path, base_offset: int) -> IndexFileSlots:

@@ -290,11 +290,11 @@ def _dump_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterator[di
     base_offset = _base_offset_of(path)
     log_path = sibling_segment_file(path, LOG_FILE_SUFFIX)
     raw = read_offset_index_file(path, base_offset)
-    dump.summary["slots"] = len(raw.entries)
-    if options.index_sanity_check and raw.entries:
+    dump.summary["slots"] = raw.slots
+    if options.index_sanity_check and raw.slots:
         _report_sanity(dump, path, raw.sanity_failure())
         return
-    if not raw.entries:
+    if not raw.slots:
         dump.messages.append(f"{path} is empty.")
         _report_damage(dump, raw)
         return
@@ -334,12 +334,12 @@ def _dump_time_index(path: Path, options: DumpOptions, dump: FileDump) -> Iterat
     log_path = sibling_segment_file(path, LOG_FILE_SUFFIX)
     index_path = sibling_segment_file(path, INDEX_FILE_SUFFIX)
     raw = read_time_index_file(path, base_offset)
-    dump.summary["slots"] = len(raw.entries)
+    dump.summary["slots"] = raw.slots
     if options.index_sanity_check:
         _report_sanity(dump, path, raw.sanity_failure())
         return
     offset_index = (read_offset_index_file(index_path, base_offset) if index_path.exists()
-                    else IndexFileSlots(index_path, base_offset, False, 0, [], 0, None))
+                    else IndexFileSlots(index_path, base_offset, False, 0, [], 0, None, 0, None))
     mismatched: list[tuple[int, int]] = []
     out_of_order: list[tuple[int, int]] = []
     not_found: list[tuple[int, int]] = []
