@@ -8,6 +8,9 @@ import datetime as dt
 import io
 import json
 import statistics
+import subprocess
+import sys
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -167,6 +170,19 @@ def test_demo_dir_is_wiped_only_when_the_demo_made_it(tmp_path):
     (ours / "file").write_text("x")
     prepare_demo_dir(ours)
     assert sorted(p.name for p in ours.iterdir()) == [MARKER_FILE]
+
+
+def test_the_demo_refuses_a_foreign_directory_before_starting_spark(tmp_path):
+    """The check comes first: one line, exit 1, in well under Spark's start-up time."""
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "precious.txt").write_text("keep me")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "kafkalog.demo", "--data-dir", str(foreign)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "not made by the demo" in done.stderr
+    assert "Starting Spark" not in done.stdout and time.monotonic() - started < 5
+    assert (foreign / "precious.txt").read_text() == "keep me"
 
 
 def test_command_line_options():

@@ -7,8 +7,9 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
-from kafkalog.demo.pipeline import run
+from kafkalog.demo.pipeline import check_demo_dir, run
 from kafkalog.demo.settings import DEFAULT_DATA_DIR, DEFAULT_EVENTS
 from kafkalog.errors import KafkaLogError
 
@@ -34,6 +35,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.events < 1:
         print(f"kafkalog demo: error: --events must be at least 1, got {args.events}", file=sys.stderr)
         return 2
+    try:
+        check_demo_dir(Path(args.data_dir))  # before Spark's start-up, not after it
+    except KafkaLogError as e:
+        print(f"kafkalog demo: error: {e}", file=sys.stderr)
+        return 1
     print("kafkalog demo: page views -> Kafka-format topics -> Spark batch and streaming jobs")
     print("Starting Spark (local[2] on 127.0.0.1, no UI; about 15 s)...", flush=True)
     t0 = time.perf_counter()

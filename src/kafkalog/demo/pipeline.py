@@ -79,24 +79,30 @@ class DemoResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+def check_demo_dir(data_dir: Path) -> None:
+    """DemoError unless ``data_dir`` may be the demo's: absent, empty, or made by the demo (it carries
+    MARKER_FILE) — the demo never deletes anything it did not create. Changes nothing."""
+    if not data_dir.exists():
+        return
+    if not data_dir.is_dir():
+        raise DemoError(f"{data_dir} is not a directory")
+    if not (data_dir / MARKER_FILE).is_file() and any(data_dir.iterdir()):
+        raise DemoError(f"{data_dir} exists and was not made by the demo (no {MARKER_FILE} in it); "
+                        "pass a new or empty --data-dir")
+
+
 def prepare_demo_dir(data_dir: Path) -> None:
-    """Make ``data_dir`` an empty demo directory. Only a directory the demo made (it carries
-    MARKER_FILE) or an empty one is used: the demo never deletes anything it did not create."""
-    if data_dir.exists():
-        if not data_dir.is_dir():
-            raise DemoError(f"{data_dir} is not a directory")
-        if (data_dir / MARKER_FILE).is_file():
-            for child in data_dir.iterdir():
-                if child.name == MARKER_FILE:
-                    continue
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child)
-                else:
-                    child.unlink()
-            return
-        if any(data_dir.iterdir()):
-            raise DemoError(f"{data_dir} exists and was not made by the demo (no {MARKER_FILE} in it); "
-                            "pass a new or empty --data-dir")
+    """Make ``data_dir`` an empty demo directory (``check_demo_dir`` says which may be used)."""
+    check_demo_dir(data_dir)
+    if (data_dir / MARKER_FILE).is_file():
+        for child in data_dir.iterdir():
+            if child.name == MARKER_FILE:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        return
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / MARKER_FILE).write_text("made by `kafkalog demo`; wiped by the next run\n", encoding="utf-8")
 
