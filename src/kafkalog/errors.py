@@ -195,3 +195,9 @@ class BrokerNotAvailableError(KafkaLogError):
 class SaslAuthenticationError(KafkaLogError):
     """A SASL login that did not succeed (Kafka's SaslAuthenticationException); the message is
     what the client is told, in SaslAuthenticate's error message."""
+
+
+class SslPrincipalMappingError(KafkaLogError):
+    """A client certificate's subject that ``ssl.principal.mapping.rules`` cannot map (Kafka's
+    ``NoMatchingRule``, or a replacement Java's regex rejects): the connection is closed at its
+    first request, as Kafka's ``DefaultKafkaPrincipalBuilder`` failing does."""

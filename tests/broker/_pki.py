@@ -69,6 +69,7 @@ def make_pki(out: Path) -> Path:
     server_key, server_cert = leaf("kafkalog", True)
     client_key, client_cert = leaf("client", False)
     (out / "ca.pem").write_bytes(_pem(ca))
+    (out / "ca.key").write_bytes(_key_pem(ca_key))
     (out / "server.pem").write_bytes(_key_pem(server_key) + _pem(server_cert))
     (out / "server.p12").write_bytes(
         pkcs12.serialize_key_and_certificates(
@@ -78,3 +79,26 @@ def make_pki(out: Path) -> Path:
     (out / "client.key").write_bytes(_key_pem(client_key))
     (out / "client.crt").write_bytes(_pem(client_cert))
     return out
+
+
+def make_client_cert(pki: Path, stem: str, subject: x509.Name) -> tuple[Path, Path]:
+    """A client certificate with ``subject``, signed by the CA of ``make_pki(pki)``: its
+    ``<stem>.crt`` and ``<stem>.key`` in ``pki``."""
+    ca = x509.load_pem_x509_certificate((pki / "ca.pem").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    now = datetime.datetime.now(datetime.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .sign(ca_key, hashes.SHA256())
+    )
+    (pki / f"{stem}.crt").write_bytes(_pem(cert))
+    (pki / f"{stem}.key").write_bytes(_key_pem(key))
+    return pki / f"{stem}.crt", pki / f"{stem}.key"

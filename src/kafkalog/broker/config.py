@@ -48,6 +48,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "ssl.truststore.type": "JKS",
     "ssl.client.auth": "none",
     "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    "ssl.principal.mapping.rules": "DEFAULT",
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
     "delete.topic.enable": "true",

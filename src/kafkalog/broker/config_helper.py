@@ -282,7 +282,7 @@ def _sensitive(name: str) -> bool:
 _BROKER_TYPES: dict[str, str] = {
     **dict.fromkeys(("advertised.listeners", "authorizer.class.name", "listener.security.protocol.map",
                      "listeners", "log.dir", "log.dirs", "max.connections.per.ip.overrides",
-                     "ssl.client.auth", "ssl.keystore.type",
+                     "ssl.client.auth", "ssl.keystore.type", "ssl.principal.mapping.rules",
                      "ssl.truststore.type"), "string"),
     **dict.fromkeys(("auto.create.topics.enable", "delete.topic.enable", "log.cleaner.enable",
                      "transaction.partition.verification.enable"), "boolean"),

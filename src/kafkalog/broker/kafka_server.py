@@ -40,7 +40,7 @@ from kafkalog.broker.replica_manager import ReplicaManager
 from kafkalog.broker.sasl_authenticator import SaslServerAuthenticator, ServerFactories, sasl_server_factories
 from kafkalog.broker.scram_credential_store import SCRAM_CREDENTIALS, ScramCredentialStore
 from kafkalog.broker.socket_server import SocketServer
-from kafkalog.broker.ssl_factory import server_ssl_context
+from kafkalog.broker.ssl_factory import server_ssl_context, ssl_principal_mapper
 from kafkalog.broker.standard_authorizer import StandardAuthorizer
 from kafkalog.broker.txn.coordinator_of import TRANSACTION_COORDINATOR
 from kafkalog.errors import InvalidConfigError, KafkaStorageError
@@ -114,6 +114,12 @@ class KafkaServer:
             for spec in config.listeners
             if spec.security_protocol in ("SSL", "SASL_SSL")
         }
+        # Only SSL listeners map certificate subjects (SASL_SSL's principal is SASL's), as in Kafka.
+        principal_mappers = {
+            spec.name: ssl_principal_mapper(config, spec.name)
+            for spec in config.listeners
+            if spec.security_protocol == "SSL"
+        }
         validate_connection_quota_configs(config)
         # The SCRAM users are read now too: a malformed file is a startup error before any log opens.
         scram = ScramCredentialStore.load(self.data_dir)
@@ -177,6 +183,7 @@ class KafkaServer:
                     authenticator=_authenticator(self.apis, sasl_servers[spec.name])
                     if spec.name in sasl_servers
                     else None,
+                    principal_mapper=principal_mappers.get(spec.name),
                 )
                 await socket_server.start(spec.host, spec.port, tls.get(spec.name),
                                           backlog=config.get_int("socket.listen.backlog.size"))

@@ -23,9 +23,11 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 from kafkalog.broker.connection_quotas import ConnectionQuotas, TooManyConnectionsError
 from kafkalog.broker.file_region import FileRegion
+from kafkalog.broker.request import ANONYMOUS
 from kafkalog.broker.sasl_authenticator import MAX_RECEIVE_SIZE, SaslServerAuthenticator
 from kafkalog.broker.ssl_factory import ssl_principal
-from kafkalog.errors import InvalidRequestError
+from kafkalog.broker.ssl_principal_mapper import SslPrincipalMapper
+from kafkalog.errors import InvalidRequestError, SslPrincipalMappingError
 from kafkalog.protocol.fetch_response import Chunk, chunks_size
 from kafkalog.protocol.framing import SIZE_PREFIX, check_frame_size, size_prefix
 
@@ -100,8 +102,10 @@ class SocketServer:
         quotas: ConnectionQuotas,
         listener_name: str = "",
         authenticator: Callable[[], SaslServerAuthenticator] | None = None,
+        principal_mapper: SslPrincipalMapper | None = None,
     ) -> None:
         self._listener_name = listener_name
+        self._principal_mapper = principal_mapper  # an SSL listener's ssl.principal.mapping.rules
         self._authenticator = authenticator  # a SASL listener: one per connection
         self._apis = apis
         self._max_request_bytes = max_request_bytes
@@ -215,7 +219,13 @@ class SocketServer:
     ) -> None:
         idle = self._idle_s
         auth = self._authenticator() if self._authenticator is not None else None
-        principal = ssl_principal(writer.get_extra_info("peercert"))
+        principal, mapping_error = ANONYMOUS, None
+        ssl_object = writer.get_extra_info("ssl_object")
+        if auth is None and ssl_object is not None:  # SASL_SSL's principal is SASL's
+            try:
+                principal = ssl_principal(ssl_object.getpeercert(binary_form=True), self._principal_mapper)
+            except SslPrincipalMappingError as e:
+                mapping_error = e  # Kafka builds the principal at the first request, and fails it
         while not self._stopping:
             try:
                 async with asyncio.timeout(idle):  # no task per read, unlike wait_for
@@ -246,6 +256,9 @@ class SocketServer:
                 raise InvalidRequestError(
                     f"Request body of {size} bytes not received within the idle time"
                 ) from None
+            if mapping_error is not None:
+                log.error("Closing socket for %s because of error: %s", connection_id, mapping_error)
+                return
             self._busy.add(task)
             try:
                 if auth is not None and authenticating:

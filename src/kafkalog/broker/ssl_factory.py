@@ -24,13 +24,13 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from kafkalog.broker.config import KafkaConfig
 from kafkalog.broker.request import ANONYMOUS
-from kafkalog.errors import InvalidConfigError
+from kafkalog.broker.ssl_principal_mapper import SslPrincipalMapper
+from kafkalog.errors import InvalidConfigError, SslPrincipalMappingError
 
-__all__ = ["server_ssl_context", "ssl_principal"]
+__all__ = ["server_ssl_context", "ssl_principal", "ssl_principal_mapper", "x500_name"]
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -181,34 +181,141 @@ def server_ssl_context(config: KafkaConfig, listener_name: str | None = None) ->
     return context
 
 
-# RFC 2253's attribute keywords, as Java's X500Principal.getName() writes a certificate's subject.
-_DN_KEYWORDS = {
-    "commonName": "CN",
-    "countryName": "C",
-    "localityName": "L",
-    "stateOrProvinceName": "ST",
-    "organizationName": "O",
-    "organizationalUnitName": "OU",
-    "streetAddress": "STREET",
-    "domainComponent": "DC",
-    "userId": "UID",
+def ssl_principal_mapper(config: KafkaConfig, listener_name: str) -> SslPrincipalMapper:
+    """An SSL listener's ``ssl.principal.mapping.rules`` (``listener.name.<name>.`` first);
+    InvalidConfigError for a rule Kafka's SslPrincipalMapper cannot parse."""
+    return SslPrincipalMapper(config.listener_config(listener_name).values.get("ssl.principal.mapping.rules"))
+
+
+# The attribute types Java's X500Principal.getName() (RFC 2253) writes by keyword; any other is
+# written as its OID, and its value as '#' and the hex of its DER encoding.
+_RFC2253_KEYWORDS = {
+    "2.5.4.3": "CN",
+    "2.5.4.6": "C",
+    "2.5.4.7": "L",
+    "2.5.4.8": "ST",
+    "2.5.4.10": "O",
+    "2.5.4.11": "OU",
+    "2.5.4.9": "STREET",
+    "0.9.2342.19200300.100.1.25": "DC",
+    "0.9.2342.19200300.100.1.1": "UID",
 }
+# The DER string types Java writes as text (sun.security.x509.AVA.isDerString, not canonical):
+# PrintableString, T61String, IA5String, GeneralString, BMPString, UTF8String.
+_STRING_TAGS = frozenset({0x13, 0x14, 0x16, 0x1B, 0x1E, 0x0C})
+_ESCAPED = frozenset(',=+<>#;"\\')
 
 
-def _dn_value(value: str) -> str:
-    escaped = "".join("\\" + c if c in ',+"\\<>;=' else c for c in value)
-    if escaped.startswith((" ", "#")):
-        escaped = "\\" + escaped
-    return escaped[:-1] + "\\ " if escaped.endswith(" ") and len(escaped) > 1 else escaped
+def _der(data: bytes, position: int) -> tuple[int, int, int]:
+    """(tag, start of the content, end) of the DER element at ``position``."""
+    try:
+        tag = data[position]
+        position += 1
+        if tag & 0x1F == 0x1F:  # a high tag number: its base-128 bytes follow
+            while data[position] & 0x80:
+                position += 1
+            position += 1
+        length = data[position]
+        position += 1
+        if length & 0x80:
+            count = length & 0x7F
+            length = int.from_bytes(data[position : position + count], "big")
+            position += count
+    except IndexError:
+        raise ValueError("truncated DER") from None
+    if position + length > len(data):
+        raise ValueError("truncated DER")
+    return tag, position, position + length
 
 
-def ssl_principal(peercert: dict[str, Any] | None) -> str:
-    """The principal of a TLS connection (Kafka's ``DefaultKafkaPrincipalBuilder`` with the default
-    ``ssl.principal.mapping.rules``): ``User:`` and the client certificate's subject as an RFC 2253
-    name, most specific part first (``User:CN=client,O=Example``); ``User:ANONYMOUS`` without one."""
-    if not peercert or not peercert.get("subject"):
+def _children(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(tag, element start, content start, end) of each element in ``data[start:end]``."""
+    while start < end:
+        tag, content, element_end = _der(data, start)
+        yield tag, start, content, element_end
+        start = element_end
+
+
+def _oid(content: bytes) -> str:
+    arcs: list[int] = []
+    value = 0
+    for byte in content:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            arcs.append(value)
+            value = 0
+    if not arcs:
+        raise ValueError("empty OID")
+    first = arcs[0]
+    head = [0, first] if first < 40 else [1, first - 40] if first < 80 else [2, first - 80]
+    return ".".join(str(arc) for arc in head + arcs[1:])
+
+
+def _rfc2253_value(text: str) -> str:
+    """A string value as Java's AVA.toRFC2253String escapes it: each of ,=+<>#;"\\ behind a
+    backslash wherever it stands, NUL as \\00, then each leading and trailing space (or CR)."""
+    chars: list[str] = []
+    for c in text:
+        if c in _ESCAPED:
+            chars.append("\\" + c)
+        elif c == "\0":
+            chars.append("\\00")
+        else:
+            chars.append(c)
+    flat = "".join(chars)
+    lead = len(flat) - len(flat.lstrip(" \r"))
+    trail = len(flat.rstrip(" \r"))
+    return "".join("\\" + c if i < lead or i >= trail else c for i, c in enumerate(flat))
+
+
+def x500_name(certificate_der: bytes) -> str:
+    """The subject of a DER certificate as Java's ``X500Principal.getName()`` writes it (RFC 2253,
+    sun.security.x509's form, which Kafka's default principal is): the most specific RDN first;
+    CN, C, L, ST, O, OU, STREET, DC and UID by keyword, other attribute types by OID with the value
+    as ``#`` and the hex of its DER encoding (tag, length, content), as is any value that is not a
+    string; a string's bytes read as UTF-8 whatever its type (so a BMPString's NULs show as
+    ``\\00``, as in Java); the AVAs of a multi-valued RDN in their encoded order, joined by ``+``."""
+    _, cert, _ = _der(certificate_der, 0)
+    _, tbs, tbs_end = _der(certificate_der, cert)
+    fields = list(_children(certificate_der, tbs, tbs_end))
+    if fields and fields[0][0] == 0xA0:  # [0] version
+        fields = fields[1:]
+    # serialNumber, signature, issuer, validity, subject
+    _, _, subject, subject_end = fields[4]
+    rdns: list[str] = []
+    for _, _, rdn, rdn_end in _children(certificate_der, subject, subject_end):
+        avas: list[str] = []
+        for _, _, ava, ava_end in _children(certificate_der, rdn, rdn_end):
+            (_, _, oid, oid_end), (tag, value_start, content, value_end) = list(
+                _children(certificate_der, ava, ava_end)
+            )[:2]
+            oid_text = _oid(certificate_der[oid:oid_end])
+            keyword = _RFC2253_KEYWORDS.get(oid_text)
+            if keyword is not None and tag in _STRING_TAGS:
+                text = certificate_der[content:value_end].decode("utf-8", "replace")
+                avas.append(f"{keyword}={_rfc2253_value(text)}")
+            else:
+                avas.append(f"{keyword or oid_text}=#{certificate_der[value_start:value_end].hex()}")
+        rdns.append("+".join(avas))
+    return ",".join(reversed(rdns))
+
+
+def ssl_principal(certificate_der: bytes | None, mapper: SslPrincipalMapper | None = None) -> str:
+    """The principal of a TLS connection (Kafka's ``DefaultKafkaPrincipalBuilder``): ``User:`` and
+    the client certificate's subject (:func:`x500_name`) through ``ssl.principal.mapping.rules``
+    (``User:CN=client,O=Example`` with the default rules); ``User:ANONYMOUS`` without a
+    certificate. SslPrincipalMappingError when no rule maps the subject."""
+    if not certificate_der:
         return ANONYMOUS
-    parts = []
-    for rdn in reversed(peercert["subject"]):
-        parts.append("+".join(f"{_DN_KEYWORDS.get(key, key)}={_dn_value(value)}" for key, value in rdn))
-    return "User:" + ",".join(parts)
+    try:
+        name = x500_name(certificate_der)
+    except (ValueError, IndexError) as e:
+        raise SslPrincipalMappingError(f"Cannot read the client certificate's subject: {e}") from e
+    if mapper is None:
+        return "User:" + name
+    try:
+        return "User:" + mapper.get_name(name)
+    except SslPrincipalMappingError as e:
+        raise SslPrincipalMappingError(
+            f"Failed to map name for '{name}' based on SSL principal mapping rules: {e}"
+        ) from e
