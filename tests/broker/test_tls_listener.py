@@ -6,6 +6,8 @@ there — mutual TLS with ``ssl.client.auth=required``, and one clear error for 
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import socket
 import ssl
 import time
@@ -170,7 +172,12 @@ def test_mutual_tls_and_a_pkcs12_keystore(pki, tmp_path):
     [
         ({"listeners": "SSL://127.0.0.1:0"}, "needs the broker's key and certificates"),
         (
-            {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "JKS", "ssl.keystore.location": "x.jks"},
+            {
+                "listeners": "SSL://127.0.0.1:0",
+                "ssl.keystore.type": "JKS",
+                "ssl.keystore.location": "x.jks",
+                "ssl.keystore.password": "x",
+            },
             "use PEM or PKCS12",
         ),
         (
@@ -179,7 +186,7 @@ def test_mutual_tls_and_a_pkcs12_keystore(pki, tmp_path):
                 "ssl.keystore.type": "PEM",
                 "ssl.keystore.location": "/nonexistent",
             },
-            "Cannot load the SSL keystore",
+            "Failed to load PEM SSL keystore /nonexistent",
         ),
         (
             {"listeners": "X://127.0.0.1:0", "listener.security.protocol.map": "X:KERBEROS"},
@@ -363,3 +370,305 @@ def test_sasl_ssl_listener(pki, tmp_path):
             assert sum(1 for record in consumer if record.value == VALUE) == RECORDS
         finally:
             consumer.close()
+
+
+def _sasl_ssl_configs(pki: Path, **extra: str) -> dict[str, str]:
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+    return {
+        "listeners": "SASL_SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki / "server.pem"),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki / "ca.pem"),
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
+        **extra,
+    }
+
+
+def test_sasl_ssl_client_auth_only_from_the_listener_prefix(pki, tmp_path, caplog):
+    """KIP-684: the plain ssl.client.auth is for SSL listeners; a SASL_SSL listener asks for client
+    certificates only when listener.name.<name>.ssl.client.auth says so (Kafka warns otherwise)."""
+    configs = _sasl_ssl_configs(pki, **{"ssl.client.auth": "required"})
+    with caplog.at_level(logging.WARNING, logger="kafkalog.broker.ssl_factory"):
+        assert server_ssl_context(KafkaConfig.from_props(configs), "SASL_SSL", "SASL_SSL").verify_mode == (
+            ssl.CERT_NONE
+        )
+    assert any(
+        "Broker configuration 'ssl.client.auth' is applied only to SSL listeners" in r.getMessage()
+        for r in caplog.records
+    )
+    prefixed = {**configs, "listener.name.sasl_ssl.ssl.client.auth": "required"}
+    assert server_ssl_context(KafkaConfig.from_props(prefixed), "SASL_SSL", "SASL_SSL").verify_mode == (
+        ssl.CERT_REQUIRED
+    )
+    # The same configs on an SSL listener: the plain one counts.
+    assert server_ssl_context(KafkaConfig.from_props(configs), "SSL", "SSL").verify_mode == ssl.CERT_REQUIRED
+    # A SASL/PLAIN client without a certificate logs in and produces.
+    with Broker(tmp_path / "data", configs=configs) as broker:
+        producer = KafkaProducer(
+            bootstrap_servers=broker.bootstrap_servers,
+            security_protocol="SASL_SSL",
+            ssl_cafile=str(pki / "ca.pem"),
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="alice",
+            sasl_plain_password="alice-secret",
+        )
+        try:
+            assert producer.send("no-cert", b"v", partition=0).get(TIMEOUT_S).offset == 0
+        finally:
+            producer.close(TIMEOUT_S)
+
+
+def _encrypted_keystore(pki: Path) -> Path:
+    from cryptography.hazmat.primitives import serialization
+
+    pem = (pki / "server.pem").read_bytes()
+    key = serialization.load_pem_private_key(pem, password=None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"key-secret"),
+    )
+    path = pki / "server-encrypted.pem"
+    path.write_bytes(encrypted + pem[pem.index(b"-----BEGIN CERTIFICATE-----") :])
+    return path
+
+
+def test_encrypted_pem_key_without_password_fails_without_prompting(pki, tmp_path):
+    """kafkalog serve in a terminal: OpenSSL would ask for the pass phrase there and wait; Kafka fails
+    at startup, and so does kafkalog, at once. With ssl.key.password the key loads."""
+    import os
+    import pty
+    import select
+    import signal
+    import sys
+
+    keystore = _encrypted_keystore(pki)
+    with_password = _tls_configs(
+        pki, **{"ssl.keystore.location": str(keystore), "ssl.key.password": "key-secret"}
+    )
+    server_ssl_context(KafkaConfig.from_props(with_password))
+    with pytest.raises(InvalidConfigError, match="Private key could not be loaded"):
+        server_ssl_context(
+            KafkaConfig.from_props(_tls_configs(pki, **{"ssl.keystore.location": str(keystore)}))
+        )
+
+    args = [
+        sys.executable,
+        "-m",
+        "kafkalog.cli",
+        "serve",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--port",
+        "0",
+        "--config",
+        "listeners=SSL://127.0.0.1:0",
+        "--config",
+        "ssl.keystore.type=PEM",
+        "--config",
+        f"ssl.keystore.location={keystore}",
+    ]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: kafkalog with the pseudo-terminal as its terminal
+        os.execv(sys.executable, args)
+    output, deadline, status = b"", time.monotonic() + 60, None
+    try:
+        while time.monotonic() < deadline and status is None:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    output += os.read(fd, 4096)
+                except OSError:  # the child closed the terminal
+                    pass
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done == pid:
+                status = code
+    finally:
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert status is not None and status != 0, output
+    assert b"pass phrase" not in output.lower()
+    assert b"Private key could not be loaded" in output
+
+
+@pytest.mark.parametrize(
+    "protocols, negotiated",
+    [
+        ("TLSv1.2,TLSv1.1,TLSv1,SSLv2Hello", "TLSv1.2"),
+        ("TLSv1.3,TLSv1.1", "TLSv1.3"),
+        ("TLSv1.2, TLSv1.3", "TLSv1.3"),
+    ],
+)
+def test_enabled_protocols_java_knows_but_never_negotiates_are_accepted(pki, tmp_path, protocols, negotiated):
+    configs = _tls_configs(pki, **{"ssl.enabled.protocols": protocols})
+    with Broker(tmp_path / "data", configs=configs) as broker:
+        context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+        with (
+            socket.create_connection(("127.0.0.1", broker.port), timeout=TIMEOUT_S) as raw,
+            context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+        ):
+            assert tls.version() == negotiated
+
+
+@pytest.mark.parametrize(
+    "protocols, message",
+    [
+        ("TLSv1.1,TLSv1", "none is enabled|neither is enabled"),
+        ("TLSv1.2,TLSv1.4", "Unsupported protocol TLSv1.4"),
+        ("tlsv1.2", "Unsupported protocol tlsv1.2"),  # the JDK's names are case-sensitive
+    ],
+)
+def test_enabled_protocols_refused(pki, protocols, message):
+    with pytest.raises(InvalidConfigError, match=message):
+        server_ssl_context(KafkaConfig.from_props(_tls_configs(pki, **{"ssl.enabled.protocols": protocols})))
+
+
+def test_failed_handshake_is_one_info_line(pki, tmp_path, caplog):
+    """As Kafka's Selector: 'Failed authentication with /<ip> (channelId=…) (SSL handshake failed)'
+    at INFO, no traceback — for a client without the certificate ssl.client.auth=required asks for,
+    and for a plaintext client on the TLS port."""
+    configs = _tls_configs(
+        pki,
+        **{
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(pki / "ca.pem"),
+            "ssl.client.auth": "required",
+        },
+    )
+    with caplog.at_level(logging.DEBUG), Broker(tmp_path / "data", configs=configs) as broker:
+        context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=TIMEOUT_S) as raw:
+            try:
+                with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                    tls.sendall(API_VERSIONS_V0)
+                    assert tls.recv(4096) == b""
+            except (ssl.SSLError, ConnectionError):
+                pass
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=TIMEOUT_S) as sock:
+            sock.sendall(API_VERSIONS_V0)
+            while sock.recv(4096):  # bounded by the socket timeout
+                pass
+        deadline = time.monotonic() + TIMEOUT_S
+        failed: list[logging.LogRecord] = []
+        while len(failed) < 2 and time.monotonic() < deadline:
+            failed = [r for r in caplog.records if "Failed authentication" in r.getMessage()]
+            time.sleep(0.05)
+    assert len(failed) == 2, [r.getMessage() for r in caplog.records]
+    for record in failed:
+        assert record.levelno == logging.INFO and record.exc_info is None
+        assert re.fullmatch(
+            r"Failed authentication with /127\.0\.0\.1 \(channelId=127\.0\.0\.1:\d+-\d+\) "
+            r"\(SSL handshake failed\)",
+            record.getMessage(),
+        )
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "asyncio"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"ssl.keystore.password": "x"}, "SSL key store password cannot be specified with PEM format"),
+        (
+            {"ssl.keystore.key": "k", "ssl.keystore.certificate.chain": "c"},
+            r"Both SSL key store location and separate private key are specified\.",
+        ),
+        (
+            {"ssl.keystore.location": "", "ssl.keystore.key": "k"},
+            r"SSL private key is specified, but certificate chain is not specified\.",
+        ),
+        (
+            {"ssl.keystore.location": "", "ssl.keystore.certificate.chain": "c"},
+            "SSL certificate chain is specified, but private key is not specified",
+        ),
+        (
+            {"ssl.keystore.type": "PKCS12", "ssl.keystore.password": None},
+            r"SSL key store is specified, but key store password is not specified\.",
+        ),
+        (
+            {"ssl.truststore.certificates": "c"},
+            r"SSL trust store certs can be specified only for PEM, but trust store type is JKS\.",
+        ),
+        (
+            {
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.certificates": "c",
+                "ssl.truststore.location": "ca",
+            },
+            r"Both SSL trust store location and separate trust certificates are specified\.",
+        ),
+        (
+            {"ssl.truststore.type": "PEM", "ssl.truststore.location": "ca", "ssl.truststore.password": "x"},
+            r"SSL trust store password cannot be specified for PEM format\.",
+        ),
+        ({"ssl.protocol": "bogus"}, "bogus SSLContext not available"),
+        (
+            {"ssl.client.auth": "REQUIRED"},
+            "Invalid value REQUIRED for configuration ssl.client.auth: String must be one of: required, "
+            "requested, none",
+        ),
+    ],
+)
+def test_kafkas_keystore_and_truststore_checks(pki, extra, message):
+    configs = {k: v for k, v in _tls_configs(pki, **extra).items() if v is not None}
+    with pytest.raises(InvalidConfigError, match=message):
+        server_ssl_context(KafkaConfig.from_props(configs))
+
+
+def test_ssl_protocol_names_the_jdk_knows_are_accepted(pki):
+    for protocol in ("TLSv1.2", "TLS", "tlsv1.3"):
+        server_ssl_context(KafkaConfig.from_props(_tls_configs(pki, **{"ssl.protocol": protocol})))
+
+
+@pytest.mark.parametrize(
+    "suites, version, cipher",
+    [
+        # Kafka's form: IANA names; TLS 1.2 suites only, so TLS 1.3 is not negotiated
+        ("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLSv1.2", "ECDHE-ECDSA-AES128-GCM-SHA256"),
+        (
+            "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, TLS_AES_256_GCM_SHA384",
+            "TLSv1.3",
+            "TLS_AES_256_GCM_SHA384",
+        ),
+        # TLS 1.3 suites only: TLS 1.2 is not negotiated (below)
+        ("TLS_AES_128_GCM_SHA256", "TLSv1.3", None),
+        ("ECDHE-ECDSA-AES256-GCM-SHA384", "TLSv1.3", None),  # an OpenSSL name, as before
+    ],
+)
+def test_cipher_suites_by_iana_name(pki, tmp_path, suites, version, cipher):
+    configs = _tls_configs(pki, **{"ssl.cipher.suites": suites})
+    with Broker(tmp_path / "data", configs=configs) as broker:
+        context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+        if cipher is not None and version == "TLSv1.3":
+            context.minimum_version = ssl.TLSVersion.TLSv1_3
+            # a client offering only the one suite: the server must have it
+            context.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256")
+        with (
+            socket.create_connection(("127.0.0.1", broker.port), timeout=TIMEOUT_S) as raw,
+            context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+        ):
+            assert tls.version() == version
+            if cipher is not None:
+                assert tls.cipher()[0] == cipher
+
+
+def test_unknown_iana_cipher_suite_is_refused(pki):
+    with pytest.raises(InvalidConfigError, match="Unsupported CipherSuite: TLS_FOO_WITH_BAR"):
+        server_ssl_context(
+            KafkaConfig.from_props(_tls_configs(pki, **{"ssl.cipher.suites": "TLS_FOO_WITH_BAR"}))
+        )
+
+
+def test_only_tls13_suites_refuse_a_tls12_client(pki, tmp_path):
+    configs = _tls_configs(pki, **{"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"})
+    with Broker(tmp_path / "data", configs=configs) as broker:
+        context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+        with (
+            socket.create_connection(("127.0.0.1", broker.port), timeout=TIMEOUT_S) as raw,
+            pytest.raises(ssl.SSLError),
+        ):
+            context.wrap_socket(raw, server_hostname="127.0.0.1")

@@ -110,7 +110,7 @@ class KafkaServer:
         config = self.config
         # SSL listeners' keystores are read before the logs are: a config error stops nothing.
         tls = {
-            spec.name: server_ssl_context(config, spec.name)
+            spec.name: server_ssl_context(config, spec.name, spec.security_protocol)
             for spec in config.listeners
             if spec.security_protocol in ("SSL", "SASL_SSL")
         }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import itertools
 import logging
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 
 WRITE_BUFFER_HIGH = 4 * 1024 * 1024
 HANDSHAKE_TIMEOUT_S = 10.0  # a TLS client that never finishes its handshake is dropped after this
+STREAM_LIMIT = 64 * 1024
 _ExceptionHandler = Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object]
 
 
@@ -74,6 +76,25 @@ class _AcceptFailureLog:
             self._folded,
         )
         self._last, self._folded = now, 0
+
+
+class _TlsHandshake(asyncio.Protocol):
+    """A TLS connection's first protocol: it holds the socket's reading until asyncio's TLS layer
+    takes the connection over (``SocketServer._handshake``), so that the ClientHello reaches it. The
+    handshake is the server's own to await, so its failure is logged as Kafka does — asyncio's own
+    TLS server (``start_server(ssl=…)``) reports a failed handshake only in debug mode."""
+
+    def __init__(self, server: SocketServer, context: ssl.SSLContext) -> None:
+        self._server = server
+        self._context = context
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport = cast(asyncio.Transport, transport)
+        transport.pause_reading()  # before the loop's first read of the socket
+        self._server._start_handshake(transport, self._context)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        pass  # the handshake then fails, and says so
 
 
 def java_host_address(host: str) -> str:
@@ -114,6 +135,7 @@ class SocketServer:
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._busy: set[asyncio.Task[None]] = set()  # connections with a request in flight
+        self._handshakes: set[asyncio.Task[None]] = set()  # TLS handshakes under way
         self._ids = itertools.count()
         self._stopping = False
 
@@ -131,22 +153,68 @@ class SocketServer:
         handler = loop.get_exception_handler()
         if not isinstance(handler, _AcceptFailureLog):  # one per loop, however many listeners
             loop.set_exception_handler(_AcceptFailureLog(handler))
-        self._server = await asyncio.start_server(
-            self._serve_connection,
-            host or None,
-            port,
-            reuse_address=True,
-            backlog=backlog,
-            limit=64 * 1024,
-            ssl=ssl_context,
-            ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if ssl_context is not None else None,
+        if ssl_context is None:
+            self._server = await asyncio.start_server(
+                self._serve_connection, host or None, port, reuse_address=True, backlog=backlog,
+                limit=STREAM_LIMIT,
+            )
+        else:
+            context = ssl_context
+            self._server = await loop.create_server(
+                lambda: _TlsHandshake(self, context), host or None, port, reuse_address=True, backlog=backlog
+            )
+
+    def _start_handshake(self, transport: asyncio.Transport, context: ssl.SSLContext) -> None:
+        task = asyncio.get_running_loop().create_task(self._handshake(transport, context))
+        self._handshakes.add(task)
+        task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, transport: asyncio.Transport, context: ssl.SSLContext) -> None:
+        """The TLS handshake of a new connection, then the connection served as any other. A failed
+        handshake is one INFO line, as Kafka's Selector logs its SslAuthenticationException; a
+        client gone during it (or too slow, HANDSHAKE_TIMEOUT_S) only a DEBUG one."""
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        host = java_host_address(str(peer[0]))
+        connection_id = f"{host}:{peer[1]}-{next(self._ids)}"
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop)
+        # Once told of the TLS transport, the stream protocol starts _serve_connection, as start_server does.
+        protocol = asyncio.StreamReaderProtocol(
+            reader, functools.partial(self._serve_connection, connection_id=connection_id), loop=loop
         )
+        if self._stopping:
+            transport.close()
+            return
+        try:
+            tls = await loop.start_tls(
+                transport, protocol, context, server_side=True, ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S
+            )
+            if tls is None:  # the connection closed as the handshake ended
+                transport.close()
+                return
+            # start_tls leaves connection_made to the caller (it upgrades a connected protocol).
+            protocol.connection_made(tls)
+        except asyncio.CancelledError:
+            transport.close()
+        except ssl.SSLError as e:
+            if isinstance(e, ssl.SSLEOFError | ssl.SSLZeroReturnError):
+                log.debug("Connection with /%s (channelId=%s) disconnected during the TLS handshake",
+                          host, connection_id)
+            else:
+                log.info("Failed authentication with /%s (channelId=%s) (SSL handshake failed)",
+                         host, connection_id)
+                log.debug("TLS handshake of %s: %s", connection_id, e)
+        except (OSError, EOFError, TimeoutError) as e:
+            log.debug("Connection with /%s (channelId=%s) disconnected during the TLS handshake: %s",
+                      host, connection_id, e)
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting; let requests in flight finish (up to ``grace_s``); close every connection."""
         self._stopping = True
         if self._server is not None:
             self._server.close()
+        for handshake in list(self._handshakes):
+            handshake.cancel()
         busy = [t for t in self._busy if not t.done()]
         if busy:
             await asyncio.wait(busy, timeout=grace_s)
@@ -159,12 +227,14 @@ class SocketServer:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), grace_s)
 
-    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                                connection_id: str | None = None) -> None:
         task = asyncio.current_task()
         assert task is not None
         peer = writer.get_extra_info("peername") or ("?", 0)
         client = (java_host_address(str(peer[0])), int(peer[1]))
-        connection_id = f"{client[0]}:{client[1]}-{next(self._ids)}"
+        if connection_id is None:  # a TLS connection's was given when its handshake began
+            connection_id = f"{client[0]}:{client[1]}-{next(self._ids)}"
         if self._stopping:
             writer.close()
             return

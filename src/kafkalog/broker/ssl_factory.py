@@ -11,13 +11,17 @@ Keystore (the broker's key and certificate chain), by ``ssl.keystore.type``:
 Java's JKS is not readable here: convert it (``keytool -importkeystore -deststoretype PKCS12``).
 Truststore (the CAs client certificates must chain to, for ``ssl.client.auth`` ``requested`` or
 ``required``): ``ssl.truststore.location`` / ``ssl.truststore.certificates`` in PEM, or a PKCS12
-file. ``ssl.enabled.protocols`` bounds the TLS versions (TLSv1.2 and TLSv1.3 by default);
-``ssl.cipher.suites``, when set, is handed to OpenSSL as a cipher list. Each of these may be given
-for one listener, prefixed ``listener.name.<name>.``.
+file. The combinations Kafka's ``createKeystore`` / ``createTruststore`` refuse are refused with
+its messages. ``ssl.enabled.protocols`` bounds the TLS versions served, TLSv1.2 and TLSv1.3 (the
+JDK's older names are accepted and, as the JDK does, never negotiated); ``ssl.cipher.suites`` takes
+Kafka's IANA names (translated for OpenSSL) or OpenSSL's. Each of these may be given for one
+listener, prefixed ``listener.name.<name>.``; on a SASL_SSL listener only the prefixed
+``ssl.client.auth`` counts (KIP-684).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 import tempfile
@@ -29,8 +33,11 @@ from kafkalog.broker.config import KafkaConfig
 from kafkalog.broker.request import ANONYMOUS
 from kafkalog.broker.ssl_principal_mapper import SslPrincipalMapper
 from kafkalog.errors import InvalidConfigError, SslPrincipalMappingError
+from kafkalog.storage.config_def import invalid
 
 __all__ = ["server_ssl_context", "ssl_principal", "ssl_principal_mapper", "x500_name"]
+
+log = logging.getLogger(__name__)
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -78,61 +85,108 @@ def _pkcs12_as_pem(location: str, password: str | None, what: str) -> tuple[byte
     return key_pem, cert_pem, [c.public_bytes(Encoding.PEM) for c in extra]
 
 
+def _no_prompt() -> str:
+    """The password callback of an encrypted key without ``ssl.key.password``: without one, OpenSSL
+    would ask for the pass phrase on the terminal and wait."""
+    raise _MissingKeyPassword
+
+
+class _MissingKeyPassword(Exception):
+    pass
+
+
+def _load_pem_keystore(context: ssl.SSLContext, path: str, key_password: str | None, what: str) -> None:
+    try:
+        context.load_cert_chain(path, password=key_password if key_password is not None else _no_prompt)
+    except _MissingKeyPassword:
+        raise InvalidConfigError(
+            f"{what}: Private key could not be loaded: the key is encrypted and ssl.key.password is not set"
+        ) from None
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidConfigError(f"{what}: {e}") from e
+
+
+_PEM_KEYSTORE_PASSWORD = (
+    "SSL key store password cannot be specified with PEM format, only key password may be specified"
+)
+
+
 def _load_keystore(context: ssl.SSLContext, config: KafkaConfig) -> None:
+    """Kafka's ``DefaultSslEngineFactory.createKeystore`` checks, in its order and words."""
     kind = config.get_str("ssl.keystore.type").upper()
     location = _optional(config, "ssl.keystore.location")
+    password = _optional(config, "ssl.keystore.password")
     key_password = _optional(config, "ssl.key.password")
-    if location is None and _optional(config, "ssl.keystore.key") is None:
+    inline_key = _optional(config, "ssl.keystore.key")
+    inline_chain = _optional(config, "ssl.keystore.certificate.chain")
+    if inline_key is not None:
+        if kind != "PEM":
+            raise InvalidConfigError(
+                f"SSL private key can be specified only for PEM, but key store type is {kind}."
+            )
+        if inline_chain is None:
+            raise InvalidConfigError("SSL private key is specified, but certificate chain is not specified.")
+        if location is not None:
+            raise InvalidConfigError("Both SSL key store location and separate private key are specified.")
+        if password is not None:
+            raise InvalidConfigError(_PEM_KEYSTORE_PASSWORD + ".")
+        with _private_file((inline_chain.strip() + "\n" + inline_key.strip() + "\n").encode()) as path:
+            _load_pem_keystore(context, path, key_password, "Invalid PEM keystore configs")
+    elif inline_chain is not None:
+        raise InvalidConfigError("SSL certificate chain is specified, but private key is not specified")
+    elif kind == "PEM" and location is not None:
+        if password is not None:
+            raise InvalidConfigError(_PEM_KEYSTORE_PASSWORD)  # Kafka's second one has no full stop
+        _load_pem_keystore(context, location, key_password, f"Failed to load PEM SSL keystore {location}")
+    elif location is None and password is not None:
+        raise InvalidConfigError("SSL key store is not specified, but key store password is specified.")
+    elif location is not None and password is None:
+        raise InvalidConfigError("SSL key store is specified, but key store password is not specified.")
+    elif location is not None:
+        if kind != "PKCS12":
+            raise InvalidConfigError(
+                f"ssl.keystore.type {kind} cannot be read by kafkalog: use PEM or PKCS12 (a JKS keystore "
+                "converts with keytool -importkeystore -deststoretype PKCS12)"
+            )
+        key, cert, chain = _pkcs12_as_pem(location, password, "keystore")
+        try:
+            with _private_file(cert + b"".join(chain) + key) as path:
+                context.load_cert_chain(path)
+        except (OSError, ssl.SSLError) as e:
+            raise InvalidConfigError(f"Failed to load SSL keystore {location} of type {kind}: {e}") from e
+    else:
         raise InvalidConfigError(
             "An SSL listener needs the broker's key and certificates: ssl.keystore.type=PEM with "
             "ssl.keystore.location (or ssl.keystore.key and ssl.keystore.certificate.chain), or "
             "ssl.keystore.type=PKCS12 with ssl.keystore.location and ssl.keystore.password"
         )
-    try:
-        if kind == "PEM":
-            inline_key = _optional(config, "ssl.keystore.key")
-            inline_chain = _optional(config, "ssl.keystore.certificate.chain")
-            if location is not None:
-                context.load_cert_chain(location, password=key_password)
-            elif inline_key is not None and inline_chain is not None:
-                with _private_file(
-                    (inline_chain.strip() + "\n" + inline_key.strip() + "\n").encode()
-                ) as path:
-                    context.load_cert_chain(path, password=key_password)
-            else:
-                raise InvalidConfigError(
-                    "An SSL listener needs the broker's key and certificates: ssl.keystore.location, or "
-                    "ssl.keystore.key and ssl.keystore.certificate.chain (ssl.keystore.type=PEM)"
-                )
-        elif kind == "PKCS12":
-            if location is None:
-                raise InvalidConfigError(
-                    "An SSL listener with ssl.keystore.type=PKCS12 needs ssl.keystore.location"
-                )
-            key, cert, chain = _pkcs12_as_pem(
-                location, _optional(config, "ssl.keystore.password"), "keystore"
-            )
-            with _private_file(cert + b"".join(chain) + key) as path:
-                context.load_cert_chain(path)
-        else:
-            raise InvalidConfigError(
-                f"ssl.keystore.type {kind} cannot be read by kafkalog: use PEM or PKCS12 (a JKS keystore "
-                "converts with keytool -importkeystore -deststoretype PKCS12)"
-            )
-    except (OSError, ssl.SSLError) as e:
-        raise InvalidConfigError(f"Cannot load the SSL keystore: {e}") from e
 
 
 def _load_truststore(context: ssl.SSLContext, config: KafkaConfig) -> bool:
-    """Load the CAs client certificates are checked against; False when none is configured."""
+    """Load the CAs client certificates are checked against (Kafka's ``createTruststore`` checks);
+    False when none is configured."""
     kind = config.get_str("ssl.truststore.type").upper()
     location = _optional(config, "ssl.truststore.location")
+    password = _optional(config, "ssl.truststore.password")
     inline = _optional(config, "ssl.truststore.certificates")
+    if inline is not None:
+        if kind != "PEM":
+            raise InvalidConfigError(
+                f"SSL trust store certs can be specified only for PEM, but trust store type is {kind}."
+            )
+        if location is not None:
+            raise InvalidConfigError(
+                "Both SSL trust store location and separate trust certificates are specified."
+            )
+        if password is not None:
+            raise InvalidConfigError("SSL trust store password cannot be specified for PEM format.")
+    elif kind == "PEM" and location is not None and password is not None:
+        raise InvalidConfigError("SSL trust store password cannot be specified for PEM format.")
+    elif location is None and password is not None:
+        raise InvalidConfigError("SSL trust store is not specified, but trust store password is specified.")
     try:
         if kind == "PKCS12" and location is not None:
-            _, cert, chain = _pkcs12_as_pem(
-                location, _optional(config, "ssl.truststore.password"), "truststore"
-            )
+            _, cert, chain = _pkcs12_as_pem(location, password, "truststore")
             context.load_verify_locations(cadata=(cert + b"".join(chain)).decode())
         elif location is not None:
             context.load_verify_locations(cafile=location)
@@ -145,33 +199,159 @@ def _load_truststore(context: ssl.SSLContext, config: KafkaConfig) -> bool:
     return True
 
 
-def server_ssl_context(config: KafkaConfig, listener_name: str | None = None) -> ssl.SSLContext:
-    """The TLS context of an SSL listener; InvalidConfigError says what is missing or unreadable.
-    A config given for the listener by name (``listener.name.<name>.ssl.keystore.location``) wins
-    over the plain one, as in Kafka."""
-    if listener_name is not None:
-        config = config.listener_config(listener_name)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+# The names the JDK's SSLEngine.setEnabledProtocols accepts. TLSv1, TLSv1.1, SSLv3 and SSLv2Hello it
+# accepts but never negotiates (jdk.tls.disabledAlgorithms): kafkalog serves TLSv1.2 and TLSv1.3.
+_JDK_PROTOCOLS = frozenset({"SSLv2Hello", "SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"})
+# The JDK's SSLContext algorithms (ssl.protocol), compared without case as JCA does.
+_JDK_SSL_CONTEXTS = frozenset(
+    {"tls", "tlsv1", "tlsv1.1", "tlsv1.2", "tlsv1.3", "ssl", "sslv3", "dtls", "dtlsv1.0", "dtlsv1.2",
+     "default"}
+)
+_CLIENT_AUTH_OPTIONS = ("required", "requested", "none")  # Kafka's order, in its error message
+_SSL_CLIENT_AUTH_WARNING = (
+    "Broker configuration 'ssl.client.auth' is applied only to SSL listeners. Listener-prefixed "
+    "configuration can be used to enable SSL client authentication for SASL_SSL listeners."
+)
+
+
+def _enabled_protocols(config: KafkaConfig) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
     versions = [v.strip() for v in config.get_str("ssl.enabled.protocols").split(",") if v.strip()]
-    unknown = [v for v in versions if v not in _VERSIONS]
-    if unknown or not versions:
+    unknown = [v for v in versions if v not in _JDK_PROTOCOLS]
+    if unknown:
+        raise InvalidConfigError(f"ssl.enabled.protocols {versions}: Unsupported protocol {unknown[0]}")
+    served = [_VERSIONS[v] for v in versions if v in _VERSIONS]
+    if not served:
         raise InvalidConfigError(
-            f"ssl.enabled.protocols {versions}: kafkalog serves {', '.join(_VERSIONS)} (and at least one)"
+            f"ssl.enabled.protocols {versions}: kafkalog serves {' and '.join(_VERSIONS)}, "
+            "and neither is enabled"
         )
-    context.minimum_version = min(_VERSIONS[v] for v in versions)
-    context.maximum_version = max(_VERSIONS[v] for v in versions)
-    ciphers = _optional(config, "ssl.cipher.suites")
-    if ciphers is not None:
+    return min(served), max(served)
+
+
+# ssl.cipher.suites in Kafka names IANA (JSSE) suites; OpenSSL has its own names for TLS 1.2 and
+# earlier ones (the suites both the JDK and OpenSSL implement, as `openssl ciphers -stdname` pairs
+# them). TLS 1.3's names are the same in both, and OpenSSL cannot be told to leave one of them out
+# through Python's ssl: naming any TLS 1.3 suite serves TLS 1.3 with all three.
+_IANA_TO_OPENSSL = {
+    "TLS_DHE_DSS_WITH_AES_128_CBC_SHA": "DHE-DSS-AES128-SHA",
+    "TLS_DHE_DSS_WITH_AES_128_CBC_SHA256": "DHE-DSS-AES128-SHA256",
+    "TLS_DHE_DSS_WITH_AES_128_GCM_SHA256": "DHE-DSS-AES128-GCM-SHA256",
+    "TLS_DHE_DSS_WITH_AES_256_CBC_SHA": "DHE-DSS-AES256-SHA",
+    "TLS_DHE_DSS_WITH_AES_256_CBC_SHA256": "DHE-DSS-AES256-SHA256",
+    "TLS_DHE_DSS_WITH_AES_256_GCM_SHA384": "DHE-DSS-AES256-GCM-SHA384",
+    "TLS_DHE_RSA_WITH_AES_128_CBC_SHA": "DHE-RSA-AES128-SHA",
+    "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256": "DHE-RSA-AES128-SHA256",
+    "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256": "DHE-RSA-AES128-GCM-SHA256",
+    "TLS_DHE_RSA_WITH_AES_256_CBC_SHA": "DHE-RSA-AES256-SHA",
+    "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256": "DHE-RSA-AES256-SHA256",
+    "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384": "DHE-RSA-AES256-GCM-SHA384",
+    "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "DHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA": "ECDHE-ECDSA-AES128-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256": "ECDHE-ECDSA-AES128-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA": "ECDHE-ECDSA-AES256-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384": "ECDHE-ECDSA-AES256-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA": "ECDHE-RSA-AES128-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256": "ECDHE-RSA-AES128-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA": "ECDHE-RSA-AES256-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384": "ECDHE-RSA-AES256-SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
+    "TLS_RSA_WITH_AES_128_CBC_SHA256": "AES128-SHA256",
+    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
+    "TLS_RSA_WITH_AES_256_CBC_SHA": "AES256-SHA",
+    "TLS_RSA_WITH_AES_256_CBC_SHA256": "AES256-SHA256",
+    "TLS_RSA_WITH_AES_256_GCM_SHA384": "AES256-GCM-SHA384",
+}
+_TLS13_SUITES = frozenset(
+    {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"}
+)
+
+
+def _apply_cipher_suites(
+    context: ssl.SSLContext, suites: str, versions: tuple[ssl.TLSVersion, ssl.TLSVersion]
+) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+    """Hand ``ssl.cipher.suites`` to OpenSSL, IANA names translated (OpenSSL's own names and cipher
+    strings pass as they are); the enabled TLS versions narrowed to those a named suite serves, as
+    the JDK's engine then negotiates only those. Unknown IANA names fail as in the JDK."""
+    names = [name.strip() for name in suites.split(",") if name.strip()]
+    tls12: list[str] = []
+    tls13 = iana = False
+    for name in names:
+        if name in _TLS13_SUITES:
+            tls13 = iana = True
+        elif name in _IANA_TO_OPENSSL:
+            tls12.append(_IANA_TO_OPENSSL[name])
+            iana = True
+        elif name.startswith(("TLS_", "SSL_")):
+            raise InvalidConfigError(
+                f"ssl.cipher.suites {suites!r}: Unsupported CipherSuite: {name} (kafkalog serves these "
+                f"IANA names: {', '.join(sorted(_IANA_TO_OPENSSL))}, {', '.join(sorted(_TLS13_SUITES))})"
+            )
+        else:
+            tls12.append(name)  # an OpenSSL name or cipher string
+    low, high = versions
+    if tls12:
         try:
-            context.set_ciphers(ciphers.replace(" ", ""))
+            context.set_ciphers(":".join(tls12))
         except ssl.SSLError as e:
             raise InvalidConfigError(
-                f"ssl.cipher.suites {ciphers!r} names no cipher OpenSSL knows: {e}"
+                f"ssl.cipher.suites {suites!r} names no cipher OpenSSL knows: {e}"
             ) from e
+        if iana and not tls13:  # only TLS 1.2 suites named: TLS 1.3 is not negotiated
+            high = min(high, ssl.TLSVersion.TLSv1_2)
+    else:
+        low = max(low, ssl.TLSVersion.TLSv1_3)  # only TLS 1.3 suites named
+    if low > high:
+        raise InvalidConfigError(
+            f"ssl.cipher.suites {suites!r} names no suite of the enabled protocols (ssl.enabled.protocols)"
+        )
+    return low, high
+
+
+def server_ssl_context(
+    config: KafkaConfig, listener_name: str | None = None, security_protocol: str = "SSL"
+) -> ssl.SSLContext:
+    """The TLS context of an SSL or SASL_SSL listener; InvalidConfigError says what is missing or
+    unreadable. A config given for the listener by name (``listener.name.<name>.ssl.keystore.location``)
+    wins over the plain one, as in Kafka. On a SASL_SSL listener only the listener's own
+    ``listener.name.<name>.ssl.client.auth`` asks for client certificates (KIP-684)."""
+    client_auth_override = None
+    if (
+        listener_name is not None
+        and security_protocol == "SASL_SSL"
+        and f"listener.name.{listener_name.lower()}.ssl.client.auth" not in config.values
+    ):
+        client_auth_override = "none"
+        configured = config.values.get("ssl.client.auth")
+        if configured is not None and configured.lower() != "none":
+            log.warning(_SSL_CLIENT_AUTH_WARNING)
+    if listener_name is not None:
+        config = config.listener_config(listener_name)
+    client_auth = config.get_str("ssl.client.auth")
+    if client_auth not in _CLIENT_AUTH_OPTIONS:  # case-sensitive, as Kafka's ValidString
+        raise invalid(
+            "ssl.client.auth", client_auth, "String must be one of: " + ", ".join(_CLIENT_AUTH_OPTIONS)
+        )
+    protocol = _optional(config, "ssl.protocol")
+    if protocol is not None and protocol.lower() not in _JDK_SSL_CONTEXTS:
+        raise InvalidConfigError(
+            f"Invalid ssl.protocol {protocol}: java.security.NoSuchAlgorithmException: {protocol} SSLContext "
+            "not available"
+        )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    versions = _enabled_protocols(config)
+    ciphers = _optional(config, "ssl.cipher.suites")
+    if ciphers is not None:
+        versions = _apply_cipher_suites(context, ciphers, versions)
+    context.minimum_version, context.maximum_version = versions
     _load_keystore(context, config)
-    client_auth = config.get_str("ssl.client.auth").lower()
-    if client_auth not in _CLIENT_AUTH:
-        raise InvalidConfigError(f"ssl.client.auth {client_auth!r}: expected none, requested or required")
+    if client_auth_override is not None:
+        client_auth = client_auth_override
     trusted = _load_truststore(context, config)
     if client_auth != "none" and not trusted:
         raise InvalidConfigError(
