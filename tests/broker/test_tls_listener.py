@@ -539,7 +539,10 @@ def test_failed_handshake_is_one_info_line(pki, tmp_path, caplog):
             "ssl.client.auth": "required",
         },
     )
-    with caplog.at_level(logging.DEBUG), Broker(tmp_path / "data", configs=configs) as broker:
+    with (
+        caplog.at_level(logging.DEBUG, logger="kafkalog.broker.socket_server"),
+        Broker(tmp_path / "data", configs=configs) as broker,
+    ):
         context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
         with socket.create_connection(("127.0.0.1", broker.port), timeout=TIMEOUT_S) as raw:
             try:

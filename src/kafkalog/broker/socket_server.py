@@ -194,9 +194,7 @@ class SocketServer:
                 return
             # start_tls leaves connection_made to the caller (it upgrades a connected protocol).
             protocol.connection_made(tls)
-        except asyncio.CancelledError:
-            transport.close()
-        except ssl.SSLError as e:
+        except ssl.SSLError as e:  # (cancelled by stop(), start_tls closes the connection itself)
             if isinstance(e, ssl.SSLEOFError | ssl.SSLZeroReturnError):
                 log.debug("Connection with /%s (channelId=%s) disconnected during the TLS handshake",
                           host, connection_id)

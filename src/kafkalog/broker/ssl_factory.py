@@ -91,8 +91,8 @@ def _no_prompt() -> str:
     raise _MissingKeyPassword
 
 
-class _MissingKeyPassword(Exception):
-    pass
+class _MissingKeyPassword(InvalidConfigError):
+    """Raised through OpenSSL by ``_no_prompt``, caught at once by ``_load_pem_keystore``."""
 
 
 def _load_pem_keystore(context: ssl.SSLContext, path: str, key_password: str | None, what: str) -> None:
