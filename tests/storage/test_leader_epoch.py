@@ -174,3 +174,25 @@ def test_a_negative_entry_stops_the_partition_from_loading(tmp_path: Path, bad_l
         LogManager(data)
     assert path.read_text() == f"0\n2\n0 0\n{bad_line}\n"  # left for the operator to look at
     assert LeaderEpochCache(data / "t-0", read_only=True).entries == []
+
+
+def test_recovery_assigns_only_epochs_above_the_latest(tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's LogSegment.recover assigns a batch's epoch only when it is above the cache's latest: a
+    recovery from an earlier point replays lower epochs without truncating the later entries."""
+    import logging
+
+    directory = tmp_path / "t-0"
+    directory.mkdir()
+    log = Log.open(directory, config(segment_bytes=200))
+    for epoch in (0, 0, 3, 3, 5, 5):
+        records = MemoryRecords.with_records(2, CompressionType.NONE, [SimpleRecord(b"v" * 50, b"k")])
+        log.append_as_leader(records, leader_epoch=epoch)
+    log.close()
+    with caplog.at_level(logging.WARNING):
+        reopened = Log.open(directory, config(segment_bytes=200), recovery_point=2, had_clean_shutdown=False)
+    try:
+        assert pairs(reopened.leader_epoch_cache) == [(0, 0), (3, 2), (5, 4)]
+        assert not [r for r in caplog.records if "truncation of conflicting entries" in r.getMessage()]
+    finally:
+        reopened.close()

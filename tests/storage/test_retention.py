@@ -93,15 +93,23 @@ def test_a_segment_never_appended_to_closes_with_empty_index_files(
         else:
             log.truncate_fully_and_start_at(7)
         assert log.segments.base_offsets() == [7]
+        # a flush before any append must not leave the active segment an index with no room (the
+        # next append would then roll it): Kafka's flush creates it preallocated
+        with caplog.at_level(logging.WARNING):
+            log.flush()
+            log.append_as_leader(one(7, T0 + 1))
+        assert log.segments.base_offsets() == [7]
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # no "roll ... recreating"
+        log.truncate_fully_and_start_at(8)
     partition_dir = tmp_path / "t-0"
     sizes = {p.name: p.stat().st_size for p in partition_dir.iterdir() if p.name.startswith("0")}
-    base = "00000000000000000007"
+    base = "00000000000000000008"
     assert {n: sizes[n] for n in (f"{base}.log", f"{base}.index", f"{base}.timeindex")} == {
         f"{base}.log": 0, f"{base}.index": 0, f"{base}.timeindex": 0}
     assert not [n for n in sizes if not n.startswith(base)]
     with caplog.at_level(logging.WARNING), LogManager(tmp_path, time=time) as manager:
         assert manager.had_clean_shutdown
-        assert manager.get_log("t", 0).log_end_offset == 7
+        assert manager.get_log("t", 0).log_end_offset == 8
         assert not manager.recovery_reports()
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 

@@ -363,8 +363,13 @@ class LogLoader:
         return state
 
     def _epoch_hook(self, batch: RecordBatch) -> None:
-        if self._epoch_cache is not None and batch.partition_leader_epoch >= 0:
-            self._epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
+        # Kafka's LogSegment.recover assigns only an epoch above the latest one (its assign would
+        # otherwise truncate the later entries the recovered batches are about to confirm)
+        cache = self._epoch_cache
+        if cache is not None and batch.partition_leader_epoch >= 0:
+            latest = cache.latest_epoch()
+            if latest is None or batch.partition_leader_epoch > latest:
+                cache.assign(batch.partition_leader_epoch, batch.base_offset)
 
     def _recover_from(self, recovery_point: int) -> None:
         """Recover every segment from the one holding ``recovery_point`` on; after the first segment

@@ -198,15 +198,15 @@ class LazyIndex(Generic[I]):
         return create_empty_file(self._path, "index")
 
     def flush(self) -> None:
-        """Flush the index if it is loaded. One never loaded holds nothing unwritten, but its file must
-        exist afterwards: Kafka's ``LogSegment.flush`` loads (so creates) both indexes, and a clean
-        shutdown then leaves them trimmed to no entry, an empty file."""
+        """Flush the index if it is loaded. One never loaded whose file exists holds nothing unwritten;
+        one without a file yet is loaded, as Kafka's ``LogSegment.flush`` loads both indexes: created
+        preallocated, so the segment can still take appends, and trimmed to no entry (an empty file)
+        when it is closed."""
         with self._lock:
             index = self._index
-            if index is None:
-                self._create_empty_if_missing()
+            if index is None and self._path.exists():
                 return
-        index.flush()
+        self.get().flush()
 
     def trim_to_valid_size(self) -> None:
         """The index's ``trim_to_valid_size``. One never loaded whose file does not exist yet holds no
